@@ -1,0 +1,384 @@
+"""codeinterp kernel driver: a long-lived Python process that runs code sent by the worker.
+
+The worker starts it with `docker exec -i` and speaks JSON lines with it: one request per
+line on stdin, one event per line on the original stdout. The user's code runs in this
+process, in one persistent namespace, so state survives between executions.
+
+Requests:  {"op": "exec", "id", "language": "python"|"bash", "code", "env": {}}
+           {"op": "interrupt"}
+Events:    {"ev": "ready", "pid", "python"}
+           {"ev": "stream", "id", "name": "stdout"|"stderr", "text"}
+           {"ev": "result", "id", "type": "text/plain"|"text/html"|"image/png", "text"|"file"}
+           {"ev": "done", "id", "status": "ok"|"error", "exit_code", "error", "outputs"}
+
+Everything the code writes to file descriptors 1 and 2 (print, C extensions, subprocesses)
+is captured through pipes and streamed. The worker treats every event as untrusted: the
+user's code runs in this same process and can forge any of them.
+"""
+
+import ast
+import builtins
+import codecs
+import json
+import linecache
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+
+import codeinterp_hooks
+
+WORKSPACE = "/workspace"
+OUTPUTS = os.path.join(WORKSPACE, "outputs")
+RESULTS = os.path.join(OUTPUTS, ".results")
+MAX_TEXT = 1 << 20  # largest text/plain or text/html result kept
+SYNC = b"\x00\x1bcodeinterp-sync\x1b\x00"
+
+# The protocol channels are private duplicates of the original descriptors; the user's
+# code gets /dev/null as stdin and capture pipes as stdout and stderr.
+_proto = os.fdopen(os.dup(1), "wb", buffering=0)
+_requests = os.fdopen(os.dup(0), "rb", buffering=0)
+_emit_lock = threading.Lock()
+
+
+def emit(**event):
+    line = json.dumps(event, ensure_ascii=False, default=str).encode("utf-8", "replace") + b"\n"
+    with _emit_lock:
+        _proto.write(line)
+
+
+class State:
+    current = None  # id of the running execution
+    in_user_code = False
+    interrupted = False  # the worker interrupted the running execution
+    child = None  # running bash process
+    cell = 0
+
+
+class Pump(threading.Thread):
+    """Streams one capture pipe as events; a SYNC marker in the data releases waiters."""
+
+    def __init__(self, name, fd):
+        super().__init__(daemon=True, name="pump-" + name)
+        self.stream, self.fd = name, fd
+        self.synced = threading.Semaphore(0)
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def out(self, data):
+        text = self.decoder.decode(data)
+        if text and State.current is not None:
+            emit(ev="stream", id=State.current, name=self.stream, text=text)
+
+    def run(self):
+        buf = b""
+        while True:
+            data = os.read(self.fd, 65536)
+            if not data:
+                return
+            buf += data
+            while (i := buf.find(SYNC)) >= 0:
+                self.out(buf[:i])
+                buf = buf[i + len(SYNC):]
+                self.synced.release()
+            keep = _partial_suffix(buf)
+            self.out(buf[: len(buf) - keep])
+            buf = buf[len(buf) - keep:]
+
+
+def _partial_suffix(buf):
+    """Length of the longest tail of buf that could begin a SYNC marker."""
+    for n in range(min(len(buf), len(SYNC) - 1), 0, -1):
+        if SYNC.startswith(buf[-n:]):
+            return n
+    return 0
+
+
+def capture(fd, name):
+    r, w = os.pipe()
+    os.dup2(w, fd)
+    os.close(w)
+    pump = Pump(name, r)
+    pump.start()
+    return pump
+
+
+def sync_streams(pumps):
+    """Waits until everything written to fd 1 and 2 so far has been emitted."""
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    for fd, pump in zip((1, 2), pumps):
+        try:
+            os.write(fd, SYNC)
+            pump.synced.acquire(timeout=2)
+        except OSError:
+            pass
+
+
+def snapshot_outputs():
+    """Maps each regular file under outputs/ to (size, mtime, inode); never follows links."""
+    seen = {}
+    for root, dirs, files in os.walk(OUTPUTS, followlinks=False):
+        for name in files:
+            path = os.path.join(root, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if st.st_mode & 0o170000 == 0o100000:
+                seen[os.path.relpath(path, WORKSPACE)] = (st.st_size, st.st_mtime_ns, st.st_ino)
+    return seen
+
+
+# ---- rich results ---------------------------------------------------------------
+
+class Results:
+    def __init__(self, exec_id):
+        self.id, self.images = exec_id, 0
+
+    def text(self, mime, text):
+        if len(text) > MAX_TEXT:
+            text = text[:MAX_TEXT] + "\n[truncated]"
+        emit(ev="result", id=self.id, type=mime, text=text)
+
+    def png(self, write):
+        self.images += 1
+        os.makedirs(RESULTS, exist_ok=True)
+        path = os.path.join(RESULTS, "%d.png" % self.images)
+        write(path)
+        emit(ev="result", id=self.id, type="image/png", file=os.path.relpath(path, WORKSPACE))
+
+    def figures(self):
+        """Saves and closes every open pyplot figure, as a notebook's inline backend does."""
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        for num in plt.get_fignums():
+            fig = plt.figure(num)
+            try:
+                self.png(lambda p: fig.savefig(p, format="png"))
+            except Exception as e:
+                print("codeinterp: could not save figure %s: %s" % (num, e), file=sys.stderr)
+            plt.close(fig)
+
+    def display(self, value):
+        fig_type = getattr(sys.modules.get("matplotlib.figure"), "Figure", None)
+        if fig_type is not None and isinstance(value, fig_type):
+            self.png(lambda p: value.savefig(p, format="png"))
+            return
+        png = _call_repr(value, "_repr_png_")
+        if isinstance(png, bytes):
+            self.png(lambda p: open(p, "wb").write(png))
+        self.text("text/plain", _safe_repr(value))
+        html = _call_repr(value, "_repr_html_")
+        if isinstance(html, str):
+            self.text("text/html", html)
+
+
+def _call_repr(value, name):
+    if isinstance(value, type):
+        return None
+    try:
+        fn = getattr(value, name, None)
+        return fn() if callable(fn) else None
+    except Exception:
+        return None
+
+
+def _safe_repr(value):
+    try:
+        return repr(value)
+    except Exception as e:
+        return "<repr failed: %s>" % e
+
+
+# ---- running code ---------------------------------------------------------------
+
+NAMESPACE = {"__name__": "__main__", "__builtins__": builtins}
+
+
+def error_of(exc, tb):
+    # Drop the driver's own frames so the traceback starts at the user's code.
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    return {"name": type(exc).__name__, "value": str(exc), "traceback": text}
+
+
+def run_python(code, results):
+    State.cell += 1
+    filename = "<cell-%d>" % State.cell
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    try:
+        tree = ast.parse(code, filename)
+    except SyntaxError as e:
+        return 1, {"name": "SyntaxError", "value": str(e),
+                   "traceback": "".join(traceback.format_exception_only(type(e), e))}
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    try:
+        State.in_user_code = True
+        exec(compile(tree, filename, "exec"), NAMESPACE)
+        value = eval(compile(last, filename, "eval"), NAMESPACE) if last else None
+    except SystemExit as e:
+        if e.code in (None, 0):
+            return 0, None
+        code = e.code if isinstance(e.code, int) else 1
+        return code, {"name": "SystemExit", "value": str(e.code), "traceback": ""}
+    except BaseException as e:
+        return 1, error_of(e, e.__traceback__)
+    finally:
+        State.in_user_code = False
+    if value is not None:
+        NAMESPACE["_"] = value
+        results.display(value)
+    return 0, None
+
+
+def run_bash(code, env):
+    State.child = subprocess.Popen(["/bin/bash", "-c", code], cwd=WORKSPACE, env=env,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        rc = State.child.wait()
+    finally:
+        # Background jobs end with the run, so nothing (a fork bomb included) outlives it.
+        kill_repeatedly(lambda: os.killpg(State.child.pid, signal.SIGKILL))
+        State.child = None
+    if rc == 0:
+        return 0, None
+    rc = 128 - rc if rc < 0 else rc  # killed by a signal, as a shell reports it
+    return rc, {"name": "NonZeroExit", "value": "bash exited with status %d" % rc, "traceback": ""}
+
+
+def kill_repeatedly(kill):
+    """Calls kill until no process is left to signal; forks may race the first calls."""
+    for _ in range(100):
+        try:
+            kill()
+        except (ProcessLookupError, PermissionError):
+            return
+
+
+def kill_strays():
+    """Kills every other process of this user and reaps them: what an interrupted run
+    started must not keep running (or hold pids) while the kernel keeps its state."""
+    kill_repeatedly(lambda: os.kill(-1, signal.SIGKILL))
+    while True:  # every child was just killed, so this wait ends
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def execute(req, pumps, results):
+    exec_id = req.get("id")
+    State.interrupted = False
+    shutil.rmtree(RESULTS, ignore_errors=True)
+    before = snapshot_outputs()
+    saved_env = dict(os.environ)
+    os.environ.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
+    State.current = exec_id
+    try:
+        if req.get("language") == "bash":
+            rc, err = run_bash(req.get("code", ""), dict(os.environ))
+        else:
+            rc, err = run_python(req.get("code", ""), results)
+        results.figures()
+    except BaseException as e:  # a KeyboardInterrupt that landed outside the user's code
+        rc, err = 1, error_of(e, e.__traceback__)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        if State.interrupted:
+            kill_strays()
+        sync_streams(pumps)
+        State.current = None
+    after = snapshot_outputs()
+    changed = sorted(p for p, st in after.items() if before.get(p) != st)
+    emit(ev="done", id=exec_id, status="error" if err else "ok", exit_code=rc,
+         error=err, outputs=changed)
+
+
+def on_sigint(signum, frame):
+    # Only the user's code is interrupted; the driver's own bookkeeping is not.
+    if State.in_user_code:
+        raise KeyboardInterrupt
+
+
+def read_requests(inbox):
+    for line in _requests:
+        try:
+            req = json.loads(line)
+        except ValueError:
+            continue
+        if req.get("op") == "interrupt":
+            State.interrupted = True
+            child = State.child
+            if child is not None:
+                try:
+                    os.killpg(child.pid, signal.SIGINT)
+                except OSError:
+                    pass
+            elif State.in_user_code:
+                os.kill(os.getpid(), signal.SIGINT)
+        else:
+            inbox.put(req)
+    inbox.put(None)  # the worker closed stdin: exit
+
+
+def prepare_matplotlib():
+    # matplotlib wants a writable config dir; seed it with the font cache built into the image.
+    cache = os.environ.get("MPLCONFIGDIR")
+    if cache and not os.path.isdir(cache):
+        shutil.copytree("/opt/codeinterp/mplcache", cache, dirs_exist_ok=True)
+
+
+def preload():
+    """Imports what most code needs, so a warm kernel answers without paying for it."""
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+    import matplotlib.pyplot  # noqa: F401
+
+
+def main():
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    pumps = (capture(1, "stdout"), capture(2, "stderr"))
+    sys.stdin = open(os.devnull)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
+    os.makedirs(OUTPUTS, exist_ok=True)
+    os.chdir(WORKSPACE)
+    prepare_matplotlib()
+    signal.signal(signal.SIGINT, on_sigint)
+
+    results = Results(None)
+    codeinterp_hooks.show = lambda: results.figures()
+
+    def display(*values):
+        for v in values:
+            results.display(v)
+
+    NAMESPACE["display"] = display
+    if os.environ.get("CODEINTERP_PRELOAD") == "1":
+        preload()
+
+    inbox = queue.Queue()
+    threading.Thread(target=read_requests, args=(inbox,), daemon=True).start()
+    emit(ev="ready", pid=os.getpid(), python=sys.version.split()[0])
+    while (req := inbox.get()) is not None:
+        if req.get("op") == "exec":
+            results = Results(req.get("id"))
+            execute(req, pumps, results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+)
+
+// Labels every sandbox carries. Docker is the source of truth for which sandboxes
+// exist; these labels say whose they are.
+const (
+	LabelInstall = "codeinterp.install" // Config.Prefix of the installation that made it
+	LabelTenant  = "codeinterp.tenant"
+	LabelThread  = "codeinterp.thread"
+	LabelOwner   = "codeinterp.owner" // the worker that created it
+)
+
+// ErrImageMissing means the sandbox image is not present on the Docker host.
+var ErrImageMissing = errors.New("sandbox image missing")
+
+// Docker creates sandboxes on one Docker engine.
+type Docker struct {
+	cli *client.Client
+	cfg Config
+}
+
+// New returns a runtime using cli. It does no I/O.
+func New(cli *client.Client, cfg Config) *Docker {
+	return &Docker{cli: cli, cfg: cfg.withDefaults()}
+}
+
+// Spec describes a sandbox to create.
+type Spec struct {
+	Tenant string
+	Thread string // empty for a one-off sandbox
+	Owner  string // id of the creating worker, for orphan cleanup
+	Limits Limits
+	// Preload imports numpy, pandas and matplotlib when the kernel starts: slower to
+	// create, faster to run. Worth it for sandboxes that serve many runs.
+	Preload bool
+}
+
+// Sandbox is one running container with its kernel. Its methods are safe for
+// concurrent use; runs are serialised.
+type Sandbox struct {
+	d       *Docker
+	id      string // container id
+	name    string
+	volume  string
+	spec    Spec
+	limits  Limits
+	started time.Time
+
+	mu     sync.Mutex
+	kernel *kernel // nil after the kernel died or was killed; restarted by the next run
+}
+
+// ID returns the container id.
+func (s *Sandbox) ID() string { return s.id }
+
+// Ping checks that the engine answers and the sandbox image is present.
+func (d *Docker) Ping(ctx context.Context) error {
+	if _, err := d.cli.Ping(ctx); err != nil {
+		return fmt.Errorf("docker ping: %w", err)
+	}
+	if _, err := d.cli.ImageInspect(ctx, d.cfg.Image); err != nil {
+		if client.IsErrNotFound(err) {
+			return fmt.Errorf("%w: %s (build it with `make images`)", ErrImageMissing, d.cfg.Image)
+		}
+		return fmt.Errorf("inspect sandbox image: %w", err)
+	}
+	return nil
+}
+
+// Create starts a sandbox and its kernel. On failure nothing is left behind.
+func (d *Docker) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	defer cancel()
+	limits := spec.Limits.withDefaults()
+	name := d.cfg.Prefix + "-" + randomHex(8)
+	labels := map[string]string{
+		LabelInstall: d.cfg.Prefix,
+		LabelTenant:  spec.Tenant,
+		LabelThread:  spec.Thread,
+		LabelOwner:   spec.Owner,
+	}
+
+	var undo []func(context.Context)
+	defer func() {
+		if err != nil {
+			cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i](cleanupCtx)
+			}
+		}
+	}()
+
+	vol, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{
+		Name: name, Driver: "local", DriverOpts: volumeOptions(limits), Labels: labels,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create workspace volume: %w", err)
+	}
+	undo = append(undo, func(ctx context.Context) { _ = d.cli.VolumeRemove(ctx, vol.Name, true) })
+
+	created, err := d.cli.ContainerCreate(ctx, &container.Config{
+		Image:           d.cfg.Image,
+		Cmd:             []string{"sleep", "infinity"},
+		User:            keeperUser,
+		WorkingDir:      "/workspace",
+		Labels:          maps.Clone(labels),
+		NetworkDisabled: true,
+	}, hostConfig(limits, vol.Name), nil, nil, name)
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrImageMissing, d.cfg.Image, err)
+		}
+		return nil, fmt.Errorf("create sandbox container: %w", err)
+	}
+	undo = append(undo, func(ctx context.Context) {
+		_ = d.cli.ContainerRemove(ctx, created.ID, container.RemoveOptions{Force: true})
+	})
+	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return nil, fmt.Errorf("start sandbox container: %w", err)
+	}
+
+	s := &Sandbox{d: d, id: created.ID, name: name, volume: vol.Name, spec: spec, limits: limits, started: time.Now()}
+	if s.kernel, err = d.startKernel(ctx, created.ID, spec.Preload); err != nil {
+		return nil, fmt.Errorf("start kernel in %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// Remove deletes the sandbox, its kernel and its workspace. It is safe to call twice
+// and should be given a context that outlives the caller's cancellation.
+func (s *Sandbox) Remove(ctx context.Context) error {
+	s.mu.Lock()
+	if s.kernel != nil {
+		s.kernel.close()
+		s.kernel = nil
+	}
+	s.mu.Unlock()
+	err := s.d.cli.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true})
+	if err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("remove sandbox %s: %w", s.name, err)
+	}
+	if err := s.d.cli.VolumeRemove(ctx, s.volume, true); err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("remove workspace %s: %w", s.volume, err)
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

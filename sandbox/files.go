@@ -1,0 +1,168 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+)
+
+// Errors about workspace paths and files.
+var (
+	ErrBadPath    = errors.New("bad workspace path")
+	ErrNotRegular = errors.New("not a regular file")
+	ErrNoFile     = errors.New("no such file in workspace")
+)
+
+// MaxPathLen bounds a workspace-relative path.
+const MaxPathLen = 1024
+
+// CleanPath checks that name is a relative path that stays inside the workspace and
+// returns its clean form ("./a//b.csv" becomes "a/b.csv"). Absolute paths, "..",
+// NUL and control characters are refused.
+func CleanPath(name string) (string, error) {
+	switch {
+	case name == "":
+		return "", fmt.Errorf("%w: empty", ErrBadPath)
+	case len(name) > MaxPathLen:
+		return "", fmt.Errorf("%w: longer than %d bytes", ErrBadPath, MaxPathLen)
+	case strings.HasPrefix(name, "/"):
+		return "", fmt.Errorf("%w: %q is absolute; use a path relative to /workspace", ErrBadPath, name)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return "", fmt.Errorf("%w: %q contains a control character", ErrBadPath, name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("%w: %q leaves the workspace", ErrBadPath, name)
+		}
+	}
+	clean := path.Clean(name)
+	if clean == "." {
+		return "", fmt.Errorf("%w: %q names the workspace itself", ErrBadPath, name)
+	}
+	return clean, nil
+}
+
+func isOutput(clean string) bool { return strings.HasPrefix(clean, "outputs/") }
+
+// File is a file to put into the workspace.
+type File struct {
+	Name string // workspace-relative; checked with CleanPath
+	Size int64
+	Body io.Reader // exactly Size bytes
+}
+
+// PutFiles writes files into the workspace, creating parent directories, owned by the
+// code's user. Existing files are replaced.
+func (s *Sandbox) PutFiles(ctx context.Context, files []File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	for i := range files {
+		clean, err := CleanPath(files[i].Name)
+		if err != nil {
+			return err
+		}
+		files[i].Name = clean
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(writeTar(pw, files)) }()
+	err := s.d.cli.CopyToContainer(ctx, s.id, "/workspace", pr, container.CopyToContainerOptions{})
+	pr.CloseWithError(errors.New("copy ended"))
+	if err != nil {
+		return fmt.Errorf("copy files into %s: %w", s.name, err)
+	}
+	return nil
+}
+
+func writeTar(w io.Writer, files []File) error {
+	tw := tar.NewWriter(w)
+	now := time.Now()
+	dirs := map[string]bool{}
+	for _, f := range files {
+		// Parent directories first, so they belong to the code's user too.
+		for dir := path.Dir(f.Name); dir != "."; dir = path.Dir(dir) {
+			if dirs[dir] {
+				break
+			}
+			dirs[dir] = true
+		}
+	}
+	for _, dir := range sortedByDepth(dirs) {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, Uid: 1000, Gid: 1000, ModTime: now}); err != nil {
+			return err
+		}
+	}
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.Name, Size: f.Size, Mode: 0o644, Uid: 1000, Gid: 1000, ModTime: now}); err != nil {
+			return err
+		}
+		if n, err := io.Copy(tw, io.LimitReader(f.Body, f.Size)); err != nil {
+			return fmt.Errorf("read %s: %w", f.Name, err)
+		} else if n != f.Size {
+			return fmt.Errorf("read %s: got %d bytes, want %d", f.Name, n, f.Size)
+		}
+	}
+	return tw.Close()
+}
+
+func sortedByDepth(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for d := range set {
+		out = append(out, d)
+	}
+	// Shorter paths are never deeper, so sorting by length puts parents first.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && len(out[j]) < len(out[j-1]); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// FileInfo describes a file read from the workspace.
+type FileInfo struct {
+	Name    string
+	Size    int64
+	ModTime time.Time
+}
+
+// OpenFile streams one regular file from the workspace. Symbolic links are never
+// followed, so code cannot point a path at a file outside what it could write.
+func (s *Sandbox) OpenFile(ctx context.Context, name string) (io.ReadCloser, FileInfo, error) {
+	clean, err := CleanPath(name)
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	rc, _, err := s.d.cli.CopyFromContainer(ctx, s.id, "/workspace/"+clean)
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return nil, FileInfo{}, fmt.Errorf("%w: %s", ErrNoFile, clean)
+		}
+		return nil, FileInfo{}, fmt.Errorf("copy %s from %s: %w", clean, s.name, err)
+	}
+	tr := tar.NewReader(rc)
+	hdr, err := tr.Next()
+	if err != nil {
+		rc.Close()
+		return nil, FileInfo{}, fmt.Errorf("read archive of %s: %w", clean, err)
+	}
+	if hdr.Typeflag != tar.TypeReg {
+		rc.Close()
+		return nil, FileInfo{}, fmt.Errorf("%w: %s", ErrNotRegular, clean)
+	}
+	return readCloser{Reader: tr, Closer: rc}, FileInfo{Name: clean, Size: hdr.Size, ModTime: hdr.ModTime}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}

@@ -1,0 +1,58 @@
+package sandbox
+
+import (
+	"cmp"
+	"time"
+)
+
+// Limits bound what one sandbox may use. Zero fields take the defaults below.
+type Limits struct {
+	Memory    int64   // bytes of RAM, no swap; workspace and /tmp pages count against it
+	CPUs      float64 // CPU cores
+	Pids      int64   // processes and threads
+	Workspace int64   // bytes in /workspace
+	Tmp       int64   // bytes in /tmp
+	Output    int     // bytes of stdout, and of stderr, kept in an Outcome
+}
+
+// Default limits, from the design notes.
+const (
+	DefaultMemory    = 512 << 20
+	DefaultCPUs      = 1.0
+	DefaultPids      = 128
+	DefaultWorkspace = 100 << 20
+	DefaultTmp       = 64 << 20
+	DefaultOutput    = 1 << 20
+)
+
+func (l Limits) withDefaults() Limits {
+	return Limits{
+		Memory:    cmp.Or(l.Memory, DefaultMemory),
+		CPUs:      cmp.Or(l.CPUs, DefaultCPUs),
+		Pids:      cmp.Or(l.Pids, DefaultPids),
+		Workspace: cmp.Or(l.Workspace, DefaultWorkspace),
+		Tmp:       cmp.Or(l.Tmp, DefaultTmp),
+		Output:    cmp.Or(l.Output, DefaultOutput),
+	}
+}
+
+// Config configures a [Docker] runtime.
+type Config struct {
+	Image string // sandbox image, built from deploy/sandbox
+	// Grace is how long an interrupted run may take to stop before its kernel is killed.
+	Grace time.Duration
+	// StartTimeout bounds creating a sandbox and waiting for its kernel to say ready.
+	StartTimeout time.Duration
+	// Prefix names containers and volumes and scopes the label filter, so several
+	// installations (or test runs) can share one Docker engine.
+	Prefix string
+}
+
+func (c Config) withDefaults() Config {
+	return Config{
+		Image:        cmp.Or(c.Image, "codeinterp/sandbox:latest"),
+		Grace:        cmp.Or(c.Grace, 2*time.Second),
+		StartTimeout: cmp.Or(c.StartTimeout, 60*time.Second),
+		Prefix:       cmp.Or(c.Prefix, "codeinterp"),
+	}
+}
