@@ -1,0 +1,87 @@
+package storage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// Object describes a stored object.
+type Object struct {
+	Key         string
+	Size        int64
+	ContentType string
+	SHA256      string // hex; set by Put only
+	Modified    time.Time
+}
+
+// Put stores size bytes from r under key and returns their SHA-256. A size of -1
+// streams an unknown length (in parts, so it costs more).
+func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (Object, error) {
+	h := sha256.New()
+	info, err := s.cli.PutObject(ctx, s.cfg.Bucket, key, io.TeeReader(r, h), size, minio.PutObjectOptions{
+		ContentType: contentType,
+	})
+	if err != nil {
+		return Object{}, fmt.Errorf("put %s: %w", key, err)
+	}
+	return Object{Key: key, Size: info.Size, ContentType: contentType, SHA256: hex.EncodeToString(h.Sum(nil)), Modified: time.Now()}, nil
+}
+
+// Stat describes the object under key, or returns ErrNotFound.
+func (s *Store) Stat(ctx context.Context, key string) (Object, error) {
+	info, err := s.cli.StatObject(ctx, s.cfg.Bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		return Object{}, wrapNotFound(err, key)
+	}
+	return objectOf(info), nil
+}
+
+// Open streams the object under key, or returns ErrNotFound.
+func (s *Store) Open(ctx context.Context, key string) (io.ReadCloser, Object, error) {
+	obj, err := s.cli.GetObject(ctx, s.cfg.Bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, Object{}, wrapNotFound(err, key)
+	}
+	info, err := obj.Stat() // GetObject is lazy: this is the request that can fail
+	if err != nil {
+		obj.Close()
+		return nil, Object{}, wrapNotFound(err, key)
+	}
+	return obj, objectOf(info), nil
+}
+
+// PresignGet returns a URL that downloads key without credentials until it expires.
+// filename, if set, is offered to browsers as the download's name.
+func (s *Store) PresignGet(ctx context.Context, key, filename string) (string, time.Time, error) {
+	params := url.Values{}
+	if filename != "" {
+		params.Set("response-content-disposition", fmt.Sprintf("attachment; filename=%q", filename))
+	}
+	expires := time.Now().Add(s.cfg.URLTTL).UTC().Truncate(time.Second)
+	u, err := s.signer.PresignedGetObject(ctx, s.cfg.Bucket, key, s.cfg.URLTTL, params)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("presign %s: %w", key, err)
+	}
+	return u.String(), expires, nil
+}
+
+func objectOf(info minio.ObjectInfo) Object {
+	return Object{
+		Key: info.Key, Size: info.Size, ContentType: info.ContentType,
+		Modified: info.LastModified,
+	}
+}
+
+func wrapNotFound(err error, key string) error {
+	if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+		return fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return fmt.Errorf("s3 object %s: %w", key, err)
+}
