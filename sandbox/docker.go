@@ -85,7 +85,7 @@ func (d *Docker) Ping(ctx context.Context) error {
 func (d *Docker) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
 	defer cancel()
-	limits := spec.Limits.withDefaults()
+	limits := spec.Limits.WithDefaults()
 	name := d.cfg.Prefix + "-" + randomHex(8)
 	labels := map[string]string{
 		LabelInstall: d.cfg.Prefix,

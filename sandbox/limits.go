@@ -25,7 +25,8 @@ const (
 	DefaultOutput    = 1 << 20
 )
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
 	return Limits{
 		Memory:    cmp.Or(l.Memory, DefaultMemory),
 		CPUs:      cmp.Or(l.CPUs, DefaultCPUs),

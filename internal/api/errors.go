@@ -1,0 +1,99 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Error is an API error: every non-2xx answer is one, as
+// {"error": {"code", "message", "field"}}.
+type Error struct {
+	Status     int    `json:"-"`
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	Field      string `json:"field,omitempty"`
+	RetryAfter int    `json:"-"` // seconds, for rate_limited and unavailable
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
+	}
+	return e.Code + ": " + e.Message
+}
+
+func invalid(field, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: "invalid_argument", Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+func tooLarge(field, format string, args ...any) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large", Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(what string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: "not_found", Message: what + " not found"}
+}
+
+func unavailable(format string, args ...any) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: fmt.Sprintf(format, args...), RetryAfter: 1}
+}
+
+var (
+	errUnauthenticated = &Error{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "missing or unknown API key: send Authorization: Bearer <key>"}
+	errConflict        = &Error{Status: http.StatusConflict, Code: "conflict"}
+)
+
+// codes maps the statuses echo produces itself to API codes.
+var codes = map[int]string{
+	http.StatusBadRequest:            "invalid_argument",
+	http.StatusUnauthorized:          "unauthenticated",
+	http.StatusNotFound:              "not_found",
+	http.StatusMethodNotAllowed:      "invalid_argument",
+	http.StatusRequestEntityTooLarge: "payload_too_large",
+	http.StatusUnsupportedMediaType:  "invalid_argument",
+	http.StatusTooManyRequests:       "rate_limited",
+	http.StatusServiceUnavailable:    "unavailable",
+}
+
+// errorHandler turns every error a handler returns into the API's error body, and
+// logs the ones that are the service's fault.
+func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		var apiErr *Error
+		var httpErr *echo.HTTPError
+		switch {
+		case errors.As(err, &apiErr):
+		case errors.As(err, &httpErr):
+			code, ok := codes[httpErr.Code]
+			if !ok {
+				code = "internal"
+			}
+			apiErr = &Error{Status: httpErr.Code, Code: code, Message: strconv.Itoa(httpErr.Code) + " " + http.StatusText(httpErr.Code)}
+			if msg, ok := httpErr.Message.(string); ok && httpErr.Code != http.StatusInternalServerError {
+				apiErr.Message = msg
+			}
+		default:
+			apiErr = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error; the request id is in the X-Request-Id header"}
+		}
+		if apiErr.Status >= 500 {
+			log.Error("request failed", "method", c.Request().Method, "path", c.Path(),
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
+		}
+		if apiErr.RetryAfter > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(apiErr.RetryAfter))
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(apiErr.Status)
+			return
+		}
+		_ = c.JSON(apiErr.Status, map[string]*Error{"error": apiErr})
+	}
+}

@@ -1,0 +1,105 @@
+// Package config reads codeinterp's configuration from the environment: the only
+// place that does. It validates everything at once and reports every problem, so an
+// operator fixes a deployment in one pass. README.md has the table of variables.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is the configuration of every codeinterp binary; each uses what it needs.
+type Config struct {
+	RedisURL  string `env:"REDIS_URL" envDefault:"redis://localhost:6379/0"`
+	KeyPrefix string `env:"KEY_PREFIX" envDefault:"ci:"`
+
+	S3Endpoint  string        `env:"S3_ENDPOINT" envDefault:"localhost:9000"`
+	S3Secure    bool          `env:"S3_SECURE" envDefault:"false"`
+	S3AccessKey string        `env:"S3_ACCESS_KEY" envDefault:"codeinterp"`
+	S3SecretKey string        `env:"S3_SECRET_KEY" envDefault:"codeinterp-secret"`
+	S3Region    string        `env:"S3_REGION" envDefault:"us-east-1"`
+	S3Bucket    string        `env:"S3_BUCKET" envDefault:"codeinterp"`
+	S3PublicURL string        `env:"S3_PUBLIC_URL"`
+	URLTTL      time.Duration `env:"URL_TTL" envDefault:"1h"`
+	Retention   time.Duration `env:"RETENTION" envDefault:"168h"`
+
+	APIAddr         string `env:"API_ADDR" envDefault:":8080"`
+	APIKeys         string `env:"API_KEYS"`
+	APIKeysFile     string `env:"API_KEYS_FILE"`
+	MaxRequestBytes int64  `env:"MAX_REQUEST_BYTES" envDefault:"67108864"`
+
+	TimeoutMS      int64         `env:"TIMEOUT_MS" envDefault:"30000"`
+	MaxTimeoutMS   int64         `env:"MAX_TIMEOUT_MS" envDefault:"600000"`
+	SandboxImage   string        `env:"SANDBOX_IMAGE" envDefault:"codeinterp/sandbox:latest"`
+	MemoryMB       int64         `env:"MEMORY_MB" envDefault:"512"`
+	CPUs           float64       `env:"CPUS" envDefault:"1"`
+	Pids           int64         `env:"PIDS" envDefault:"128"`
+	WorkspaceMB    int64         `env:"WORKSPACE_MB" envDefault:"100"`
+	OutputBytes    int           `env:"OUTPUT_BYTES" envDefault:"1048576"`
+	MaxLogBytes    int64         `env:"MAX_LOG_BYTES" envDefault:"67108864"`
+	SandboxPrefix  string        `env:"SANDBOX_PREFIX" envDefault:"codeinterp"`
+	InterruptGrace time.Duration `env:"INTERRUPT_GRACE" envDefault:"2s"`
+
+	WorkerID          string        `env:"WORKER_ID"`
+	Concurrency       int           `env:"WORKER_CONCURRENCY" envDefault:"4"`
+	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"1s"`
+	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"60s"`
+	MetricsAddr       string        `env:"METRICS_ADDR" envDefault:":9091"`
+
+	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
+	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
+}
+
+// Load reads CODEINTERP_* variables from environ (os.Environ() when nil).
+func Load(environ map[string]string) (Config, error) {
+	opts := env.Options{Prefix: "CODEINTERP_"}
+	if environ != nil {
+		opts.Environment = environ
+	}
+	var c Config
+	if err := env.ParseWithOptions(&c, opts); err != nil {
+		return c, err
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = host
+	}
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	_, err := url.Parse(c.RedisURL)
+	check(err == nil && strings.HasPrefix(c.RedisURL, "redis"), "CODEINTERP_REDIS_URL %q: want redis://[:password@]host:port/db", c.RedisURL)
+	check(c.S3Endpoint != "" && !strings.Contains(c.S3Endpoint, "/"), "CODEINTERP_S3_ENDPOINT %q: want host:port, without a scheme", c.S3Endpoint)
+	if c.S3PublicURL != "" {
+		u, err := url.Parse(c.S3PublicURL)
+		check(err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https"), "CODEINTERP_S3_PUBLIC_URL %q: want http(s)://host[:port]", c.S3PublicURL)
+	}
+	check(c.URLTTL >= time.Minute && c.URLTTL <= 7*24*time.Hour, "CODEINTERP_URL_TTL %s: want between 1m and 168h (S3's limit)", c.URLTTL)
+	check(c.Retention >= time.Hour, "CODEINTERP_RETENTION %s: want at least 1h", c.Retention)
+	check(c.MaxRequestBytes >= 1<<20, "CODEINTERP_MAX_REQUEST_BYTES %d: want at least 1 MiB", c.MaxRequestBytes)
+	check(c.TimeoutMS > 0 && c.TimeoutMS <= c.MaxTimeoutMS, "CODEINTERP_TIMEOUT_MS %d: want between 1 and CODEINTERP_MAX_TIMEOUT_MS (%d)", c.TimeoutMS, c.MaxTimeoutMS)
+	check(c.MemoryMB >= 64, "CODEINTERP_MEMORY_MB %d: want at least 64", c.MemoryMB)
+	check(c.CPUs > 0, "CODEINTERP_CPUS %g: want more than 0", c.CPUs)
+	check(c.Pids >= 16, "CODEINTERP_PIDS %d: want at least 16", c.Pids)
+	check(c.WorkspaceMB >= 1, "CODEINTERP_WORKSPACE_MB %d: want at least 1", c.WorkspaceMB)
+	check(c.OutputBytes >= 1024, "CODEINTERP_OUTPUT_BYTES %d: want at least 1024", c.OutputBytes)
+	check(c.MaxLogBytes >= int64(c.OutputBytes), "CODEINTERP_MAX_LOG_BYTES %d: want at least CODEINTERP_OUTPUT_BYTES", c.MaxLogBytes)
+	check(c.Concurrency >= 1, "CODEINTERP_WORKER_CONCURRENCY %d: want at least 1", c.Concurrency)
+	check(c.TaskCheckInterval >= 10*time.Millisecond, "CODEINTERP_TASK_CHECK_INTERVAL %s: want at least 10ms", c.TaskCheckInterval)
+	check(c.LogLevel == "debug" || c.LogLevel == "info" || c.LogLevel == "warn" || c.LogLevel == "error", "CODEINTERP_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
+	check(c.LogFormat == "text" || c.LogFormat == "json", "CODEINTERP_LOG_FORMAT %q: want text or json", c.LogFormat)
+	return errors.Join(errs...)
+}

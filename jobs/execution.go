@@ -1,0 +1,83 @@
+package jobs
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// Status is where an execution is in its life.
+type Status string
+
+// Execution statuses. The last four are terminal.
+const (
+	Queued    Status = "queued"
+	Running   Status = "running"
+	Succeeded Status = "succeeded"
+	Failed    Status = "failed"
+	TimedOut  Status = "timed_out"
+	Canceled  Status = "canceled"
+)
+
+// Terminal reports whether the execution has ended.
+func (s Status) Terminal() bool {
+	return s == Succeeded || s == Failed || s == TimedOut || s == Canceled
+}
+
+// Execution is the record of one execution: what was asked and what happened. It is
+// stored as JSON in Redis; the API shows a view of it.
+type Execution struct {
+	ID       string `json:"id"`
+	Tenant   string `json:"tenant"`
+	ThreadID string `json:"thread_id,omitempty"`
+	Language string `json:"language"`
+	Status   Status `json:"status"`
+
+	// The request.
+	Code      string            `json:"code"`
+	Env       map[string]string `json:"env,omitempty"`
+	Inputs    []Input           `json:"inputs,omitempty"`
+	TimeoutMS int64             `json:"timeout_ms"`
+	Metadata  json.RawMessage   `json:"metadata,omitempty"`
+
+	// The outcome.
+	Stdout          string         `json:"stdout"`
+	Stderr          string         `json:"stderr"`
+	StdoutTruncated bool           `json:"stdout_truncated"`
+	StderrTruncated bool           `json:"stderr_truncated"`
+	Results         []sandbox.Rich `json:"results"`
+	Error           *sandbox.Error `json:"error"`
+	ExitCode        *int           `json:"exit_code"`
+	Files           []File         `json:"files"`
+	Sandbox         SandboxInfo    `json:"sandbox"`
+	CreatedAt       time.Time      `json:"created_at"`
+	StartedAt       *time.Time     `json:"started_at"`
+	FinishedAt      *time.Time     `json:"finished_at"`
+	DurationMS      *int64         `json:"duration_ms"`
+	Attempt         int            `json:"attempt,omitempty"` // worker attempts that reached the sandbox
+	Worker          string         `json:"worker,omitempty"`
+}
+
+// Input is a file to place in the workspace before the code runs, already stored.
+type Input struct {
+	Name string `json:"name"` // workspace-relative, clean
+	Key  string `json:"key"`  // storage key
+	Size int64  `json:"size"`
+}
+
+// File is an artifact the execution produced. URLs are presigned when shown.
+type File struct {
+	Name        string `json:"name"`
+	Key         string `json:"key"`
+	Size        int64  `json:"size"`
+	ContentType string `json:"content_type"`
+	SHA256      string `json:"sha256"`
+}
+
+// SandboxInfo says how the execution's sandbox was obtained.
+type SandboxInfo struct {
+	Reused          bool `json:"reused"`
+	Resumed         bool `json:"resumed"`
+	KernelRestarted bool `json:"kernel_restarted"`
+}

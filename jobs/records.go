@@ -1,0 +1,144 @@
+package jobs
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotFound means no execution has the id (for this tenant).
+var ErrNotFound = errors.New("execution not found")
+
+// ErrIdempotencyMismatch means an Idempotency-Key was reused with a different request.
+var ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+
+// Records keeps execution records in Redis. Each record is a hash with the current
+// status beside the JSON, so status changes are atomic compare-and-set operations in
+// Lua without re-encoding JSON there.
+type Records struct {
+	rdb        redis.UniversalClient
+	prefix     string
+	ttl        time.Duration // how long records live; artifacts live as long
+	idempotent time.Duration // how long an Idempotency-Key is remembered
+}
+
+// NewRecords returns a record store. prefix namespaces every key ("ci:" by default).
+func NewRecords(rdb redis.UniversalClient, prefix string, ttl time.Duration) *Records {
+	if prefix == "" {
+		prefix = "ci:"
+	}
+	return &Records{rdb: rdb, prefix: prefix, ttl: ttl, idempotent: max(24*time.Hour, min(ttl, 7*24*time.Hour))}
+}
+
+func (r *Records) key(id string) string { return r.prefix + "ex:" + id }
+
+func (r *Records) idemKey(tenant, key string) string {
+	return r.prefix + "idem:" + tenant + ":" + hashHex(key)
+}
+
+//go:embed lua/create.lua
+var createSrc string
+
+var createScript = redis.NewScript(createSrc)
+
+// Create stores a new queued record. With an idempotency key, a second Create with
+// the same tenant and key returns the first record's id and created=false instead;
+// with a different requestHash it returns ErrIdempotencyMismatch.
+func (r *Records) Create(ctx context.Context, ex *Execution, idemKey, requestHash string) (id string, created bool, err error) {
+	data, err := json.Marshal(ex)
+	if err != nil {
+		return "", false, err
+	}
+	ik := r.prefix + "idem:none"
+	if idemKey != "" {
+		ik = r.idemKey(ex.Tenant, idemKey)
+	}
+	res, err := createScript.Run(ctx, r.rdb, []string{ik, r.key(ex.ID)},
+		idemKey != "", ex.ID, requestHash, string(ex.Status), data,
+		int(r.ttl.Seconds()), int(r.idempotent.Seconds())).StringSlice()
+	if err != nil {
+		return "", false, fmt.Errorf("create execution record: %w", err)
+	}
+	switch {
+	case res[0] == "created":
+		return ex.ID, true, nil
+	case res[2] != requestHash:
+		return res[1], false, ErrIdempotencyMismatch
+	default:
+		return res[1], false, nil
+	}
+}
+
+// Lookup returns the id stored for an idempotency key, or "" if none.
+func (r *Records) Lookup(ctx context.Context, tenant, idemKey string) (id, requestHash string, err error) {
+	v, err := r.rdb.HMGet(ctx, r.idemKey(tenant, idemKey), "id", "hash").Result()
+	if err != nil {
+		return "", "", fmt.Errorf("look up idempotency key: %w", err)
+	}
+	id, _ = v[0].(string)
+	requestHash, _ = v[1].(string)
+	return id, requestHash, nil
+}
+
+// Get returns the record with id. A tenant other than the owner's gets ErrNotFound,
+// so ids cannot be probed across tenants; an empty tenant means any (workers).
+func (r *Records) Get(ctx context.Context, tenant, id string) (*Execution, error) {
+	data, err := r.rdb.HGet(ctx, r.key(id), "json").Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get execution %s: %w", id, err)
+	}
+	var ex Execution
+	if err := json.Unmarshal(data, &ex); err != nil {
+		return nil, fmt.Errorf("decode execution %s: %w", id, err)
+	}
+	if tenant != "" && ex.Tenant != tenant {
+		return nil, ErrNotFound
+	}
+	return &ex, nil
+}
+
+//go:embed lua/transition.lua
+var transitionSrc string
+
+var transitionScript = redis.NewScript(transitionSrc)
+
+// Transition saves ex if the stored status is one of from, and reports the stored
+// status it found. When ex.Status is terminal, it also announces the end on the
+// done channel, in the same atomic step.
+func (r *Records) Transition(ctx context.Context, ex *Execution, from ...Status) (ok bool, found Status, err error) {
+	data, err := json.Marshal(ex)
+	if err != nil {
+		return false, "", err
+	}
+	args := []any{string(ex.Status), data, ex.Status.Terminal(), ex.ID}
+	for _, s := range from {
+		args = append(args, string(s))
+	}
+	res, err := transitionScript.Run(ctx, r.rdb, []string{r.key(ex.ID), r.doneChannel()}, args...).StringSlice()
+	if err != nil {
+		return false, "", fmt.Errorf("update execution %s: %w", ex.ID, err)
+	}
+	return res[0] == "ok", Status(res[1]), nil
+}
+
+func (r *Records) doneChannel() string { return r.prefix + "done" }
+
+// Delete removes a record that was never queued, and its idempotency key.
+func (r *Records) Delete(ctx context.Context, ex *Execution, idemKey string) error {
+	keys := []string{r.key(ex.ID)}
+	if idemKey != "" {
+		keys = append(keys, r.idemKey(ex.Tenant, idemKey))
+	}
+	if err := r.rdb.Del(ctx, keys...).Err(); err != nil {
+		return fmt.Errorf("delete execution %s: %w", ex.ID, err)
+	}
+	return nil
+}
