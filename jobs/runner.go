@@ -162,6 +162,7 @@ func (r *Runner) execute(ctx context.Context, sb Sandbox, ex *Execution) {
 			stderr.write(ev.Text)
 		}
 	})
+	workerStopped := ctx.Err() != nil // shutting down, or past the task's deadline
 	// Record the outcome even if the worker is being stopped.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
@@ -174,6 +175,9 @@ func (r *Runner) execute(ctx context.Context, sb Sandbox, ex *Execution) {
 	ex.Results, ex.ExitCode = out.Results, &out.ExitCode
 	ex.Sandbox.KernelRestarted = out.KernelRestarted
 	status, failure := Status(out.Status), out.Error
+	if workerStopped && out.Status == sandbox.Canceled {
+		status, failure = Failed, &sandbox.Error{Name: "WorkerStopped", Value: "the worker stopped while the code ran; the code was interrupted and will not be run again"}
+	}
 	if err := r.collect(ctx, sb, ex, out.Outputs, stdout, stderr); err != nil {
 		status, failure = Failed, sandboxError(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/codeinterp/codeinterp/storage"
@@ -42,6 +43,7 @@ var (
 func Main(m *testing.M) int {
 	// Ryuk, testcontainers' reaper, needs an image from a registry; Main stops what it started.
 	os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	tclog.SetDefault(tclog.NewNoopLogger())
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()

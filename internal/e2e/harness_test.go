@@ -1,0 +1,220 @@
+// Package e2e tests codeinterp end to end: HTTP → Redis (asynq) → worker → Docker →
+// MinIO → presigned download, with real services and in-process api and worker.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codeinterp/codeinterp/internal/api"
+	"github.com/codeinterp/codeinterp/internal/testenv"
+	"github.com/codeinterp/codeinterp/internal/worker"
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/sandbox"
+	"github.com/codeinterp/codeinterp/storage"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// stack is one test's codeinterp: its own Redis database, bucket and sandbox prefix.
+type stack struct {
+	url     string
+	rdb     *redis.Client
+	docker  *client.Client
+	prefix  string // sandbox name prefix and label, unique to the test
+	workers []*asynq.Server
+	newSrv  func() *asynq.Server
+}
+
+type stackOptions struct {
+	limits          sandbox.Limits
+	shutdownTimeout time.Duration
+}
+
+func newStack(t *testing.T, opt stackOptions) *stack {
+	t.Helper()
+	addr, db := testenv.RedisDB(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db, PoolSize: 64})
+	t.Cleanup(func() { rdb.Close() })
+	store, err := storage.New(testenv.MinIO(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	docker, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { docker.Close() })
+	s := &stack{rdb: rdb, docker: docker, prefix: fmt.Sprintf("citest-%d", db)}
+	runtime := sandbox.New(docker, sandbox.Config{Image: testenv.Image("sandbox"), Prefix: s.prefix, Grace: time.Second})
+	if err := runtime.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	records := jobs.NewRecords(rdb, "ci:", time.Hour)
+	waiter := records.NewWaiter()
+	if err := waiter.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(waiter.Shutdown)
+	keys, _ := api.ParseKeys("acme:key-a,globex:key-b", "")
+	queue := asynq.NewClientFromRedisClient(rdb)
+	t.Cleanup(func() { queue.Close() })
+	srv := httptest.NewServer(api.New(api.Config{
+		Records: records, Waiter: waiter, Queue: jobs.NewEnqueuer(queue), Store: store, Keys: keys,
+		Limits: api.Limits{MaxRequestBytes: 8 << 20, MaxUploadBytes: 8 << 20, WorkspaceBytes: 8 << 20, DefaultTimeoutMS: 30000, MaxTimeoutMS: 60000},
+	}))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+
+	runner := jobs.NewRunner(jobs.RunnerConfig{
+		Records: records, Artifacts: store, Limits: opt.limits, Worker: s.prefix + "-worker",
+		NewSandbox: func(ctx context.Context, spec sandbox.Spec) (jobs.Sandbox, error) { return runtime.Create(ctx, spec) },
+	})
+	s.newSrv = func() *asynq.Server {
+		w := asynq.NewServerFromRedisClient(rdb, asynq.Config{
+			Concurrency: 4, Queues: map[string]int{jobs.QueueExecutions: 1},
+			TaskCheckInterval: 20 * time.Millisecond, ShutdownTimeout: opt.shutdownTimeout,
+			RetryDelayFunc: jobs.RetryDelay, Logger: worker.AsynqLogger{L: discardLogger},
+		})
+		mux := asynq.NewServeMux()
+		mux.Handle(jobs.TypeRun, runner)
+		if err := w.Start(mux); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	s.workers = append(s.workers, s.newSrv())
+	t.Cleanup(func() {
+		for _, w := range s.workers {
+			w.Shutdown()
+		}
+	})
+	return s
+}
+
+// call sends a JSON request as tenant acme and decodes the JSON answer.
+func (s *stack) call(t *testing.T, method, path string, body any, out any) int {
+	t.Helper()
+	return s.callAs(t, "key-a", method, path, body, out)
+}
+
+func (s *stack) callAs(t *testing.T, key, method, path string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("%s %s: decode: %v", method, path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+type execution struct {
+	ID              string `json:"id"`
+	Status          string `json:"status"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	Error           *struct {
+		Name, Value, Traceback string
+	} `json:"error"`
+	ExitCode *int `json:"exit_code"`
+	Results  []struct {
+		Type, Text, File string
+	} `json:"results"`
+	Files []struct {
+		Name        string    `json:"name"`
+		Size        int64     `json:"size"`
+		ContentType string    `json:"content_type"`
+		SHA256      string    `json:"sha256"`
+		URL         string    `json:"url"`
+		ExpiresAt   time.Time `json:"expires_at"`
+	} `json:"files"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+}
+
+// run submits code and long-polls until it ends.
+func (s *stack) run(t *testing.T, req map[string]any) execution {
+	t.Helper()
+	var ex execution
+	if code := s.call(t, "POST", "/v1/executions", req, &ex); code != http.StatusAccepted {
+		t.Fatalf("POST: %d", code)
+	}
+	return s.wait(t, ex.ID)
+}
+
+func (s *stack) wait(t *testing.T, id string) execution {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var ex execution
+		if code := s.call(t, "GET", "/v1/executions/"+id+"?wait=30s", nil, &ex); code != http.StatusOK {
+			t.Fatalf("GET: %d", code)
+		}
+		switch ex.Status {
+		case "succeeded", "failed", "timed_out", "canceled":
+			return ex
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("execution %s still %s", id, ex.Status)
+		}
+	}
+}
+
+func download(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("download %s: %d %s", url, resp.StatusCode, b)
+	}
+	return b
+}
+
+// eventually polls cond until it holds, failing the test after within.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(within)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("timed out waiting for: %s", what)
+		case <-tick.C:
+		}
+	}
+}
