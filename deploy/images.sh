@@ -33,8 +33,13 @@ build() {
     return
   fi
   start=$(date +%s)
-  docker build -q --build-arg BASE_IMAGE="$BASE_IMAGE" --label codeinterp.inputs="$hash" \
-    -t "$name:$hash" -t "$name:latest" "$ctx" >/dev/null
+  local out
+  if ! out=$(docker build --build-arg BASE_IMAGE="$BASE_IMAGE" --label codeinterp.inputs="$hash" \
+    -t "$name:$hash" -t "$name:latest" "$ctx" 2>&1); then
+    printf '%s\n' "$out" | tail -n 40 >&2
+    log "$1" "build failed"
+    return 1
+  fi
   log "$1" "built $name:$hash in $(( $(date +%s) - start ))s ($(size "$name:$hash"))"
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -64,13 +65,32 @@ func Load(environ map[string]string) (Config, error) {
 	}
 	var c Config
 	if err := env.ParseWithOptions(&c, opts); err != nil {
-		return c, err
+		return c, namedErrors(err, opts.Prefix)
 	}
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()
 		c.WorkerID = host
 	}
 	return c, c.validate()
+}
+
+// namedErrors rewrites parse errors to name the variable, not the Go field.
+func namedErrors(err error, prefix string) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return err
+	}
+	var errs []error
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			if f, ok := reflect.TypeFor[Config]().FieldByName(pe.Name); ok {
+				e = fmt.Errorf("%s%s: %w", prefix, f.Tag.Get("env"), pe.Err)
+			}
+		}
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
 }
 
 func (c Config) validate() error {

@@ -18,7 +18,8 @@ import (
 
 var discardLogger = slog.New(slog.DiscardHandler)
 
-const chartJob = `import pandas as pd, matplotlib.pyplot as plt
+const chartJob = `import warnings; warnings.simplefilter("error")  # a missing CJK glyph fails the test
+import pandas as pd, matplotlib.pyplot as plt
 df = pd.read_csv("data/sales.csv")
 summary = df.groupby("region", as_index=False)["amount"].sum()
 summary.to_csv("outputs/summary.csv", index=False)

@@ -1,0 +1,47 @@
+# codeinterp — the two commands a newcomer needs:
+#   make demo   build every image, start the stack, run a real example
+#   make test   build what the tests need and run them all against real Docker, Redis, MinIO
+SHELL := /bin/bash
+COMPOSE ?= docker-compose
+API_URL ?= http://localhost:8080
+export TESTCONTAINERS_RYUK_DISABLED := true
+
+.PHONY: images up demo down logs test test-short bench lint clean-test
+
+images: ## build every image (skips those whose inputs did not change)
+	deploy/images.sh
+
+up: images ## start the whole stack and wait until it is ready
+	$(COMPOSE) up -d --remove-orphans
+	@echo -n "waiting for $(API_URL)/readyz "; \
+	for i in $$(seq 1 120); do \
+	  if curl -sf $(API_URL)/readyz >/dev/null; then echo " ready"; exit 0; fi; \
+	  echo -n .; sleep 1; \
+	done; echo; curl -s $(API_URL)/readyz; $(COMPOSE) logs --tail=50; exit 1
+
+demo: up ## run the example: CSV in, pandas + matplotlib, presigned URLs out
+	go run ./examples/demo
+
+down: ## stop the stack (volumes are kept; add -v to drop them)
+	$(COMPOSE) down
+
+logs:
+	$(COMPOSE) logs -f
+
+test: images clean-test ## all tests, with the race detector
+	go vet ./...
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	go test -race -count=1 -timeout 20m ./...
+
+clean-test: # containers and volumes left by an interrupted test run
+	@ids=$$(docker ps -aq --filter label=codeinterp.install=citest; docker ps -aq --filter name=citest-); \
+	  [ -z "$$ids" ] || docker rm -f $$ids >/dev/null
+	@vols=$$(docker volume ls -q --filter label=codeinterp.install=citest); \
+	  [ -z "$$vols" ] || docker volume rm -f $$vols >/dev/null
+
+bench: up ## latency and throughput against the running stack, beside raw Docker baselines
+	go run ./cmd/bench -url $(API_URL)
+
+lint:
+	gofmt -l .
+	go vet ./...

@@ -1,0 +1,72 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codeinterp/codeinterp/internal/testenv"
+	"github.com/codeinterp/codeinterp/jobs"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+func newRecords(t *testing.T) *jobs.Records {
+	addr, db := testenv.RedisDB(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db})
+	t.Cleanup(func() { rdb.Close() })
+	return jobs.NewRecords(rdb, "t:", time.Hour)
+}
+
+func TestRecordsCreateAndIdempotency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newRecords(t)
+	ex := &jobs.Execution{ID: "ex_1", Tenant: "acme", Status: jobs.Queued, Code: "1"}
+	if id, created, err := r.Create(ctx, ex, "key", "h1"); err != nil || !created || id != "ex_1" {
+		t.Fatalf("create: %s %v %v", id, created, err)
+	}
+	dup := &jobs.Execution{ID: "ex_2", Tenant: "acme", Status: jobs.Queued}
+	if id, created, err := r.Create(ctx, dup, "key", "h1"); err != nil || created || id != "ex_1" {
+		t.Fatalf("replay: %s %v %v", id, created, err)
+	}
+	if _, _, err := r.Create(ctx, dup, "key", "h2"); !errors.Is(err, jobs.ErrIdempotencyMismatch) {
+		t.Fatalf("mismatch: %v", err)
+	}
+	if _, err := r.Get(ctx, "acme", "ex_2"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("a replay must not store a record: %v", err)
+	}
+	if _, err := r.Get(ctx, "globex", "ex_1"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("another tenant: %v", err)
+	}
+}
+
+func TestRecordsTransition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newRecords(t)
+	ex := &jobs.Execution{ID: "ex_t", Tenant: "acme", Status: jobs.Queued}
+	if _, _, err := r.Create(ctx, ex, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	ex.Status = jobs.Running
+	if ok, found, err := r.Transition(ctx, ex, jobs.Queued); !ok || found != jobs.Queued || err != nil {
+		t.Fatalf("queued→running: %v %s %v", ok, found, err)
+	}
+	// A second attempt to start it (a duplicate delivery) is refused.
+	if ok, found, _ := r.Transition(ctx, ex, jobs.Queued); ok || found != jobs.Running {
+		t.Fatalf("second start: %v %s", ok, found)
+	}
+	ex.Status = jobs.Succeeded
+	if ok, _, _ := r.Transition(ctx, ex, jobs.Running); !ok {
+		t.Fatal("running→succeeded refused")
+	}
+	got, err := r.Get(ctx, "acme", "ex_t")
+	if err != nil || got.Status != jobs.Succeeded {
+		t.Fatalf("stored: %+v %v", got, err)
+	}
+}
