@@ -1,0 +1,75 @@
+// Command bench measures codeinterp against a running stack (`make bench`), each
+// figure beside the raw Docker baseline it should be compared with. It prints
+// percentiles over sequential runs, so each number is one client's latency.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+func main() {
+	url := flag.String("url", "http://localhost:8080", "API base URL")
+	key := flag.String("key", "demo-key", "API key")
+	image := flag.String("image", "codeinterp/sandbox:latest", "sandbox image for the baselines")
+	n := flag.Int("n", 20, "runs per measurement")
+	flag.Parse()
+
+	c := &client{base: *url, key: *key}
+	t := &table{}
+	if err := run(c, t, *image, *n); err != nil {
+		t.print()
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	t.print()
+}
+
+func run(c *client, t *table, image string, n int) error {
+	fmt.Fprintf(os.Stderr, "measuring (%d runs each)…\n", n)
+	if err := oneOff(c, t, n); err != nil {
+		return err
+	}
+	if err := baselines(t, image, n); err != nil {
+		return err
+	}
+	return idleRedis(t, 10*time.Second)
+}
+
+// table collects result rows and prints them aligned.
+type table struct{ rows [][]string }
+
+func (t *table) add(name string, s sample, baselineNote string) {
+	t.rows = append(t.rows, []string{name, ms(s.pct(50)), ms(s.pct(95)), fmt.Sprint(len(s)), baselineNote})
+}
+
+func (t *table) note(name, value string) { t.rows = append(t.rows, []string{name, value, "", "", ""}) }
+
+func (t *table) print() {
+	head := []string{"measurement", "p50", "p95", "n", ""}
+	width := make([]int, len(head))
+	for _, r := range append([][]string{head}, t.rows...) {
+		for i, c := range r {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	for i, r := range append([][]string{head}, t.rows...) {
+		var b strings.Builder
+		for j, c := range r {
+			if j == 0 {
+				fmt.Fprintf(&b, "%-*s", width[j]+2, c)
+			} else {
+				fmt.Fprintf(&b, "%*s  ", width[j], c)
+			}
+		}
+		fmt.Println(strings.TrimRight(b.String(), " "))
+		if i == 0 {
+			fmt.Println(strings.Repeat("-", len(b.String())))
+		}
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
