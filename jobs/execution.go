@@ -25,10 +25,25 @@ func (s Status) Terminal() bool {
 	return s == Succeeded || s == Failed || s == TimedOut || s == Canceled
 }
 
+// Kind says what a record is. Thread operations other than code (putting or getting
+// a workspace file, deleting the thread) are records too, so they queue in order with
+// the thread's executions and reuse their status machinery.
+type Kind string
+
+// Record kinds.
+const (
+	KindExecution    Kind = ""
+	KindPutFile      Kind = "put_file"      // Inputs[0] into the workspace
+	KindGetFile      Kind = "get_file"      // Path out of the workspace, into Files[0]
+	KindDeleteThread Kind = "delete_thread" // remove the sandbox and workspace
+)
+
 // Execution is the record of one execution: what was asked and what happened. It is
 // stored as JSON in Redis; the API shows a view of it.
 type Execution struct {
 	ID       string `json:"id"`
+	Kind     Kind   `json:"kind,omitempty"`
+	Path     string `json:"path,omitempty"` // KindGetFile: the workspace path wanted
 	Tenant   string `json:"tenant"`
 	ThreadID string `json:"thread_id,omitempty"`
 	Language string `json:"language"`

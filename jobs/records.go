@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -25,17 +26,41 @@ type Records struct {
 	prefix     string
 	ttl        time.Duration // how long records live; artifacts live as long
 	idempotent time.Duration // how long an Idempotency-Key is remembered
+	beatTTL    time.Duration // a worker silent for longer is dead
 }
 
-// NewRecords returns a record store. prefix namespaces every key ("ci:" by default).
-func NewRecords(rdb redis.UniversalClient, prefix string, ttl time.Duration) *Records {
-	if prefix == "" {
-		prefix = "ci:"
+// RecordsConfig configures [NewRecords].
+type RecordsConfig struct {
+	Prefix       string        // namespaces every key; default "ci:"
+	TTL          time.Duration // how long records are kept; default 7 days
+	HeartbeatTTL time.Duration // a worker silent for longer is dead; default 15 s
+}
+
+// NewRecords returns the record store (and, through it, the thread queues and the
+// worker registry) over rdb.
+func NewRecords(rdb redis.UniversalClient, cfg RecordsConfig) *Records {
+	ttl := cmp.Or(cfg.TTL, 7*24*time.Hour)
+	return &Records{
+		rdb: rdb, prefix: cmp.Or(cfg.Prefix, "ci:"), ttl: ttl,
+		idempotent: max(24*time.Hour, min(ttl, 7*24*time.Hour)),
+		beatTTL:    cmp.Or(cfg.HeartbeatTTL, DefaultHeartbeatTTL),
 	}
-	return &Records{rdb: rdb, prefix: prefix, ttl: ttl, idempotent: max(24*time.Hour, min(ttl, 7*24*time.Hour))}
 }
 
 func (r *Records) key(id string) string { return r.prefix + "ex:" + id }
+
+func (r *Records) tenantIndex(tenant string) string { return r.prefix + "ten:" + tenant + ":ex" }
+
+// thread names one of a thread's keys; tk is "<tenant>/<thread>".
+func (r *Records) thread(tk, what string) string { return r.prefix + "t:" + tk + ":" + what }
+
+// threadKey identifies a thread across tenants. Neither part may contain "/".
+func threadKey(tenant, thread string) string {
+	if thread == "" {
+		return tenant + "/-"
+	}
+	return tenant + "/" + thread
+}
 
 func (r *Records) idemKey(tenant, key string) string {
 	return r.prefix + "idem:" + tenant + ":" + hashHex(key)
@@ -46,32 +71,41 @@ var createSrc string
 
 var createScript = redis.NewScript(createSrc)
 
-// Create stores a new queued record. With an idempotency key, a second Create with
-// the same tenant and key returns the first record's id and created=false instead;
-// with a different requestHash it returns ErrIdempotencyMismatch.
-func (r *Records) Create(ctx context.Context, ex *Execution, idemKey, requestHash string) (id string, created bool, err error) {
+// Created is the outcome of [Records.Create].
+type Created struct {
+	ID      string
+	Created bool   // false: the idempotency key named an earlier record, ID
+	Owner   string // for a thread: the worker holding it, already woken; "" if none
+}
+
+// Create stores a new queued record and, for a thread, appends it to the thread's
+// queue in the same atomic step. With an idempotency key, a second Create with the
+// same tenant and key returns the first record's id and Created=false instead; with a
+// different requestHash it returns ErrIdempotencyMismatch.
+func (r *Records) Create(ctx context.Context, ex *Execution, idemKey, requestHash string) (Created, error) {
 	data, err := json.Marshal(ex)
 	if err != nil {
-		return "", false, err
+		return Created{}, err
 	}
 	ik := r.prefix + "idem:none"
 	if idemKey != "" {
 		ik = r.idemKey(ex.Tenant, idemKey)
 	}
-	res, err := createScript.Run(ctx, r.rdb, []string{ik, r.key(ex.ID)},
+	tk := threadKey(ex.Tenant, ex.ThreadID)
+	keys := []string{ik, r.key(ex.ID), r.tenantIndex(ex.Tenant), r.thread(tk, "q"), r.thread(tk, "own"), r.thread(tk, "ex"), r.workersKey()}
+	res, err := createScript.Run(ctx, r.rdb, keys,
 		idemKey != "", ex.ID, requestHash, string(ex.Status), data,
-		int(r.ttl.Seconds()), int(r.idempotent.Seconds())).StringSlice()
+		int(r.ttl.Seconds()), int(r.idempotent.Seconds()),
+		ex.CreatedAt.UnixMilli(), ex.ThreadID != "", tk, r.prefix+"wake:",
+		time.Now().UnixMilli(), r.beatTTL.Milliseconds()).StringSlice()
 	if err != nil {
-		return "", false, fmt.Errorf("create execution record: %w", err)
+		return Created{}, fmt.Errorf("create execution record: %w", err)
 	}
-	switch {
-	case res[0] == "created":
-		return ex.ID, true, nil
-	case res[2] != requestHash:
-		return res[1], false, ErrIdempotencyMismatch
-	default:
-		return res[1], false, nil
+	c := Created{ID: res[1], Created: res[0] == "created", Owner: res[3]}
+	if !c.Created && res[2] != requestHash {
+		return c, ErrIdempotencyMismatch
 	}
+	return c, nil
 }
 
 // Lookup returns the id stored for an idempotency key, or "" if none.
@@ -141,4 +175,12 @@ func (r *Records) Delete(ctx context.Context, ex *Execution, idemKey string) err
 		return fmt.Errorf("delete execution %s: %w", ex.ID, err)
 	}
 	return nil
+}
+
+// ForgetIdempotencyKey drops a tenant's idempotency key, so a retry starts afresh.
+func (r *Records) ForgetIdempotencyKey(ctx context.Context, tenant, idemKey string) error {
+	if idemKey == "" {
+		return nil
+	}
+	return r.rdb.Del(ctx, r.idemKey(tenant, idemKey)).Err()
 }

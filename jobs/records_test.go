@@ -19,7 +19,7 @@ func newRecords(t *testing.T) *jobs.Records {
 	addr, db := testenv.RedisDB(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db})
 	t.Cleanup(func() { rdb.Close() })
-	return jobs.NewRecords(rdb, "t:", time.Hour)
+	return jobs.NewRecords(rdb, jobs.RecordsConfig{Prefix: "t:", TTL: time.Hour})
 }
 
 func TestRecordsCreateAndIdempotency(t *testing.T) {
@@ -27,14 +27,14 @@ func TestRecordsCreateAndIdempotency(t *testing.T) {
 	ctx := context.Background()
 	r := newRecords(t)
 	ex := &jobs.Execution{ID: "ex_1", Tenant: "acme", Status: jobs.Queued, Code: "1"}
-	if id, created, err := r.Create(ctx, ex, "key", "h1"); err != nil || !created || id != "ex_1" {
-		t.Fatalf("create: %s %v %v", id, created, err)
+	if c, err := r.Create(ctx, ex, "key", "h1"); err != nil || !c.Created || c.ID != "ex_1" {
+		t.Fatalf("create: %+v %v", c, err)
 	}
 	dup := &jobs.Execution{ID: "ex_2", Tenant: "acme", Status: jobs.Queued}
-	if id, created, err := r.Create(ctx, dup, "key", "h1"); err != nil || created || id != "ex_1" {
-		t.Fatalf("replay: %s %v %v", id, created, err)
+	if c, err := r.Create(ctx, dup, "key", "h1"); err != nil || c.Created || c.ID != "ex_1" {
+		t.Fatalf("replay: %+v %v", c, err)
 	}
-	if _, _, err := r.Create(ctx, dup, "key", "h2"); !errors.Is(err, jobs.ErrIdempotencyMismatch) {
+	if _, err := r.Create(ctx, dup, "key", "h2"); !errors.Is(err, jobs.ErrIdempotencyMismatch) {
 		t.Fatalf("mismatch: %v", err)
 	}
 	if _, err := r.Get(ctx, "acme", "ex_2"); !errors.Is(err, jobs.ErrNotFound) {
@@ -50,7 +50,7 @@ func TestRecordsTransition(t *testing.T) {
 	ctx := context.Background()
 	r := newRecords(t)
 	ex := &jobs.Execution{ID: "ex_t", Tenant: "acme", Status: jobs.Queued}
-	if _, _, err := r.Create(ctx, ex, "", ""); err != nil {
+	if _, err := r.Create(ctx, ex, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	ex.Status = jobs.Running

@@ -62,6 +62,9 @@ type Sandbox struct {
 
 	mu     sync.Mutex
 	kernel *kernel // nil after the kernel died or was killed; restarted by the next run
+	// restartPending makes the next run report KernelRestarted: the sandbox was
+	// adopted with a fresh kernel.
+	restartPending bool
 }
 
 // ID returns the container id.
@@ -141,6 +144,17 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 	return s, nil
 }
 
+// Release lets go of the sandbox without removing it: the kernel ends, the container
+// and its workspace stay for [Docker.Find] to adopt.
+func (s *Sandbox) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kernel != nil {
+		s.kernel.close()
+		s.kernel = nil
+	}
+}
+
 // Remove deletes the sandbox, its kernel and its workspace. It is safe to call twice
 // and should be given a context that outlives the caller's cancellation.
 func (s *Sandbox) Remove(ctx context.Context) error {
@@ -153,6 +167,9 @@ func (s *Sandbox) Remove(ctx context.Context) error {
 	err := s.d.cli.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true})
 	if err != nil && !client.IsErrNotFound(err) {
 		return fmt.Errorf("remove sandbox %s: %w", s.name, err)
+	}
+	if s.volume == "" {
+		return nil
 	}
 	if err := s.d.cli.VolumeRemove(ctx, s.volume, true); err != nil && !client.IsErrNotFound(err) {
 		return fmt.Errorf("remove workspace %s: %w", s.volume, err)

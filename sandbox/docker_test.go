@@ -48,3 +48,47 @@ func TestDockerConformance(t *testing.T) {
 		return sb
 	})
 }
+
+// A thread's sandbox outlives the process that created it: another process adopts it
+// with a fresh kernel, the workspace intact and the old kernel's processes gone.
+func TestDockerFindAdopts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := newDocker(t)
+	spec := sandbox.Spec{Tenant: "acme", Thread: "adopt-" + time.Now().Format("150405.000000")}
+	sb, err := d.Create(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Remove(context.Background()) })
+	out, err := sb.Run(ctx, sandbox.Request{ID: "1", Code: "import subprocess\nx = 1\nopen('kept.txt', 'w').write('kept')\nsubprocess.Popen(['sleep', '1000'])"}, nil)
+	if err != nil || out.Status != sandbox.Succeeded {
+		t.Fatalf("%+v %v", out, err)
+	}
+	sb.Release()
+
+	if other, err := d.Find(ctx, sandbox.Spec{Tenant: "globex", Thread: spec.Thread}); err != nil || other != nil {
+		t.Fatalf("another tenant found the sandbox: %v %v", other, err)
+	}
+	adopted, err := d.Find(ctx, spec)
+	if err != nil || adopted == nil {
+		t.Fatalf("Find = %v, %v", adopted, err)
+	}
+	if adopted.ID() != sb.ID() {
+		t.Fatalf("adopted %s, want %s", adopted.ID(), sb.ID())
+	}
+	out, err = adopted.Run(ctx, sandbox.Request{ID: "2", Language: "bash", Code: "cat kept.txt; pgrep -c -u 1000 sleep || true"}, nil)
+	if err != nil || out.Stdout != "kept0\n" || !out.KernelRestarted {
+		t.Fatalf("after adoption: %+v %v", out, err)
+	}
+	names := map[string]bool{}
+	for _, f := range out.Workspace {
+		names[f.Name] = true
+	}
+	if !names["kept.txt"] {
+		t.Fatalf("workspace listing %+v", out.Workspace)
+	}
+	if out, _ = adopted.Run(ctx, sandbox.Request{ID: "3", Code: "print(1)"}, nil); out.KernelRestarted {
+		t.Fatal("only the first run after adoption reports a restart")
+	}
+}

@@ -166,3 +166,33 @@ type readCloser struct {
 	io.Reader
 	io.Closer
 }
+
+// Files lists the regular files in the workspace (at most 1000), asking the kernel.
+func (s *Sandbox) Files(ctx context.Context) ([]FileInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kernel == nil {
+		k, err := s.d.startKernel(ctx, s.id, s.spec.Preload)
+		if err != nil {
+			return nil, fmt.Errorf("restart kernel in %s: %w", s.name, err)
+		}
+		s.kernel, s.restartPending = k, true
+	}
+	id := "list-" + randomHex(4)
+	if err := s.kernel.send(wireRequest{Op: "list", ID: id}); err != nil {
+		return nil, s.lostKernel(ctx, err)
+	}
+	for {
+		select {
+		case ev, ok := <-s.kernel.events:
+			if !ok {
+				return nil, s.lostKernel(ctx, errors.New("kernel exited while listing files"))
+			}
+			if ev.Ev == "listing" && ev.ID == id {
+				return cleanListing(ev.Workspace), nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -20,17 +21,33 @@ const maxEventLine = 8 << 20
 
 // wireEvent is one line the kernel driver writes. See deploy/sandbox/driver.py.
 type wireEvent struct {
-	Ev       string   `json:"ev"`
-	ID       string   `json:"id"`
-	PID      int      `json:"pid"`
-	Name     string   `json:"name"`
-	Text     string   `json:"text"`
-	Type     string   `json:"type"`
-	File     string   `json:"file"`
-	Status   string   `json:"status"`
-	ExitCode int      `json:"exit_code"`
-	Error    *Error   `json:"error"`
-	Outputs  []string `json:"outputs"`
+	Ev        string         `json:"ev"`
+	ID        string         `json:"id"`
+	PID       int            `json:"pid"`
+	Name      string         `json:"name"`
+	Text      string         `json:"text"`
+	Type      string         `json:"type"`
+	File      string         `json:"file"`
+	Status    string         `json:"status"`
+	ExitCode  int            `json:"exit_code"`
+	Error     *Error         `json:"error"`
+	Outputs   []string       `json:"outputs"`
+	Workspace []listingEntry `json:"workspace"`
+}
+
+// listingEntry is one [path, size, mtime in ms] of the driver's workspace listing.
+type listingEntry FileInfo
+
+func (e *listingEntry) UnmarshalJSON(b []byte) error {
+	var raw [3]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	name, _ := raw[0].(string)
+	size, _ := raw[1].(float64)
+	mtime, _ := raw[2].(float64)
+	*e = listingEntry{Name: name, Size: int64(size), ModTime: time.UnixMilli(int64(mtime)).UTC()}
+	return nil
 }
 
 // wireRequest is one line sent to the kernel driver.

@@ -73,6 +73,8 @@ type Outcome struct {
 	// Outputs are the files under outputs/ that the run created or changed, as
 	// workspace-relative paths. Read them with [Sandbox.OpenFile].
 	Outputs []string
+	// Workspace lists the regular files in the workspace after the run (at most 1000).
+	Workspace []FileInfo
 	// KernelRestarted says the kernel had died or been killed since the previous run,
 	// so Python state from earlier runs is gone.
 	KernelRestarted bool
@@ -85,7 +87,8 @@ type Outcome struct {
 func (s *Sandbox) Run(ctx context.Context, req Request, onEvent func(Event)) (Outcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	restarted := false
+	restarted := s.restartPending
+	s.restartPending = false
 	if s.kernel == nil {
 		k, err := s.d.startKernel(ctx, s.id, s.spec.Preload)
 		if err != nil {
@@ -121,7 +124,7 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req Request, onEvent func(
 	)
 	interrupt := func(why Status) {
 		stopped, timeout, done = why, nil, nil
-		_ = k.send(wireRequest{Op: "interrupt"})
+		_ = k.send(wireRequest{Op: "interrupt", ID: req.ID})
 		grace = time.After(s.d.cfg.Grace)
 	}
 	for {
@@ -149,7 +152,8 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req Request, onEvent func(
 					onEvent(Event{Kind: Result, Rich: r})
 				}
 			case "done":
-				out := Outcome{Status: Succeeded, ExitCode: ev.ExitCode, Error: ev.Error, Results: results, Outputs: cleanOutputs(ev.Outputs)}
+				out := Outcome{Status: Succeeded, ExitCode: ev.ExitCode, Error: ev.Error, Results: results,
+					Outputs: cleanOutputs(ev.Outputs), Workspace: cleanListing(ev.Workspace)}
 				if ev.Status != "ok" {
 					out.Status = Failed
 				}
@@ -234,5 +238,15 @@ func (c *capText) add(s string) {
 func (c capText) into(stderr capText, out Outcome) Outcome {
 	out.Stdout, out.StdoutTruncated = c.b.String(), c.truncated
 	out.Stderr, out.StderrTruncated = stderr.b.String(), stderr.truncated
+	return out
+}
+
+func cleanListing(entries []listingEntry) []FileInfo {
+	var out []FileInfo
+	for _, e := range entries {
+		if c, err := CleanPath(e.Name); err == nil && len(out) < maxOutputs {
+			out = append(out, FileInfo{Name: c, Size: e.Size, ModTime: e.ModTime})
+		}
+	}
 	return out
 }

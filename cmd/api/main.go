@@ -62,13 +62,13 @@ func run() error {
 	if err := config.WaitFor(ctx, "storage", func(ctx context.Context) error { return store.Init(ctx) }); err != nil {
 		return err
 	}
-	records := jobs.NewRecords(rdb, cfg.KeyPrefix, cfg.Retention)
+	records := jobs.NewRecords(rdb, cfg.Records())
 	waiter := records.NewWaiter()
 	if err := config.WaitFor(ctx, "redis", waiter.Start); err != nil {
 		return err
 	}
 	defer waiter.Shutdown()
-	workers := jobs.NewWorkers(rdb, cfg.KeyPrefix)
+	workers := records.Workers()
 
 	srv := api.New(api.Config{
 		Records: records, Waiter: waiter, Queue: jobs.NewEnqueuer(queue), Store: store, Keys: keys, Logger: log,
@@ -80,7 +80,7 @@ func run() error {
 			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 			{Name: "storage", Check: store.Ping},
 			{Name: "workers", Check: func(ctx context.Context) error {
-				live, err := workers.Live(ctx, time.Now())
+				live, err := workers.Ready(ctx, time.Now())
 				if err == nil && len(live) == 0 {
 					err = errors.New("no worker with a reachable Docker engine has sent a heartbeat")
 				}

@@ -1,6 +1,6 @@
-// Command worker runs executions: it takes tasks from Redis (asynq), runs the code in
-// Docker sandboxes and stores what it produced in S3. Configuration: CODEINTERP_*
-// environment variables, listed in README.md.
+// Command worker runs executions: it takes tasks from Redis (asynq), serves the
+// threads it owns in warm Docker sandboxes and stores what code produced in S3.
+// Configuration: CODEINTERP_* environment variables, listed in README.md.
 package main
 
 import (
@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/docker/docker/client"
 	"github.com/hibiken/asynq"
@@ -59,37 +58,39 @@ func run() error {
 		return err
 	}
 
+	queue := asynq.NewClientFromRedisClient(rdb)
+	defer queue.Close()
 	runner := jobs.NewRunner(jobs.RunnerConfig{
-		Records:   jobs.NewRecords(rdb, cfg.KeyPrefix, cfg.Retention),
-		Artifacts: store,
-		NewSandbox: func(ctx context.Context, spec sandbox.Spec) (jobs.Sandbox, error) {
-			return runtime.Create(ctx, spec)
-		},
-		Limits: cfg.Limits(), Worker: cfg.WorkerID, MaxLog: cfg.MaxLogBytes, Logger: log,
+		Records: jobs.NewRecords(rdb, cfg.Records()), Artifacts: store, Drainer: jobs.NewEnqueuer(queue),
+		NewSandbox:  worker.NewSandbox(runtime),
+		FindSandbox: worker.FindSandbox(runtime),
+		Ping:        runtime.Ping,
+		Limits:      cfg.Limits(), Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, MaxLog: cfg.MaxLogBytes, Logger: log,
 	})
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:       cfg.Concurrency,
-		Queues:            map[string]int{jobs.QueueExecutions: 1},
+		Queues:            map[string]int{jobs.QueueExecutions: 1, jobs.QueueThreads: 1},
 		TaskCheckInterval: cfg.TaskCheckInterval,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		RetryDelayFunc:    jobs.RetryDelay,
 		Logger:            worker.AsynqLogger{L: log},
 	})
 	mux := asynq.NewServeMux()
-	mux.Handle(jobs.TypeRun, runner)
+	mux.HandleFunc(jobs.TypeRun, runner.ProcessOneOff)
+	mux.HandleFunc(jobs.TypeDrain, runner.ProcessDrain)
 
-	hb := &worker.Heartbeat{
-		Workers: jobs.NewWorkers(rdb, cfg.KeyPrefix), ID: cfg.WorkerID, Ping: runtime.Ping,
-		Interval: 5 * time.Second, Logger: log,
+	if err := runner.Start(ctx); err != nil {
+		return err
 	}
-	hb.Start(ctx)
-	defer hb.Shutdown(context.Background())
 	if err := srv.Start(mux); err != nil {
 		return err
 	}
 	log.Info("worker started", "concurrency", cfg.Concurrency)
 	<-ctx.Done()
-	log.Info("worker shutting down; waiting for running executions", "timeout", cfg.ShutdownTimeout)
+	log.Info("worker shutting down; letting running executions finish", "timeout", cfg.ShutdownTimeout)
 	srv.Shutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	runner.Shutdown(sctx)
 	return nil
 }

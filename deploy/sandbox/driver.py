@@ -5,11 +5,13 @@ line on stdin, one event per line on the original stdout. The user's code runs i
 process, in one persistent namespace, so state survives between executions.
 
 Requests:  {"op": "exec", "id", "language": "python"|"bash", "code", "env": {}}
-           {"op": "interrupt"}
+           {"op": "interrupt", "id"}
+           {"op": "list", "id"}  (answered by {"ev": "listing", "id", "workspace"})
 Events:    {"ev": "ready", "pid", "python"}
            {"ev": "stream", "id", "name": "stdout"|"stderr", "text"}
            {"ev": "result", "id", "type": "text/plain"|"text/html"|"image/png", "text"|"file"}
-           {"ev": "done", "id", "status": "ok"|"error", "exit_code", "error", "outputs"}
+           {"ev": "done", "id", "status": "ok"|"error", "exit_code", "error", "outputs",
+            "workspace": [[path, size, mtime_ms], ...]}
 
 Everything the code writes to file descriptors 1 and 2 (print, C extensions, subprocesses)
 is captured through pipes and streamed. The worker treats every event as untrusted: the
@@ -36,6 +38,7 @@ WORKSPACE = "/workspace"
 OUTPUTS = os.path.join(WORKSPACE, "outputs")
 RESULTS = os.path.join(OUTPUTS, ".results")
 MAX_TEXT = 1 << 20  # largest text/plain or text/html result kept
+MAX_LISTING = 1000  # workspace files reported after each run
 SYNC = b"\x00\x1bcodeinterp-sync\x1b\x00"
 
 # The protocol channels are private duplicates of the original descriptors; the user's
@@ -54,7 +57,7 @@ def emit(**event):
 class State:
     current = None  # id of the running execution
     in_user_code = False
-    interrupted = False  # the worker interrupted the running execution
+    interrupt = None  # id of the execution the worker asked to interrupt
     child = None  # running bash process
     cell = 0
 
@@ -121,10 +124,10 @@ def sync_streams(pumps):
             pass
 
 
-def snapshot_outputs():
-    """Maps each regular file under outputs/ to (size, mtime, inode); never follows links."""
+def snapshot_workspace():
+    """Maps each regular file in the workspace to (size, mtime, inode); never follows links."""
     seen = {}
-    for root, dirs, files in os.walk(OUTPUTS, followlinks=False):
+    for root, dirs, files in os.walk(WORKSPACE, followlinks=False):
         for name in files:
             path = os.path.join(root, name)
             try:
@@ -225,6 +228,10 @@ def run_python(code, results):
         last = ast.Expression(tree.body.pop().value)
     try:
         State.in_user_code = True
+        # The interrupt may have come before the code started (the reader thread saw
+        # in_user_code still False and sent no signal).
+        if State.interrupt == State.current:
+            raise KeyboardInterrupt
         exec(compile(tree, filename, "exec"), NAMESPACE)
         value = eval(compile(last, filename, "eval"), NAMESPACE) if last else None
     except SystemExit as e:
@@ -245,6 +252,8 @@ def run_python(code, results):
 def run_bash(code, env):
     State.child = subprocess.Popen(["/bin/bash", "-c", code], cwd=WORKSPACE, env=env,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
+    if State.interrupt == State.current:  # interrupted before it started
+        os.killpg(State.child.pid, signal.SIGINT)
     try:
         rc = State.child.wait()
     finally:
@@ -279,9 +288,8 @@ def kill_strays():
 
 def execute(req, pumps, results):
     exec_id = req.get("id")
-    State.interrupted = False
     shutil.rmtree(RESULTS, ignore_errors=True)
-    before = snapshot_outputs()
+    before = snapshot_workspace()
     saved_env = dict(os.environ)
     os.environ.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
     State.current = exec_id
@@ -296,14 +304,18 @@ def execute(req, pumps, results):
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
-        if State.interrupted:
+        if State.interrupt == exec_id:
             kill_strays()
         sync_streams(pumps)
         State.current = None
-    after = snapshot_outputs()
-    changed = sorted(p for p, st in after.items() if before.get(p) != st)
+    after = snapshot_workspace()
+    changed = sorted(p for p, st in after.items() if p.startswith("outputs/") and before.get(p) != st)
     emit(ev="done", id=exec_id, status="error" if err else "ok", exit_code=rc,
-         error=err, outputs=changed)
+         error=err, outputs=changed, workspace=listing(after))
+
+
+def listing(snapshot):
+    return [[p, st[0], st[1] // 1_000_000] for p, st in sorted(snapshot.items())[:MAX_LISTING]]
 
 
 def on_sigint(signum, frame):
@@ -319,7 +331,11 @@ def read_requests(inbox):
         except ValueError:
             continue
         if req.get("op") == "interrupt":
-            State.interrupted = True
+            # Set before looking at the state: the main thread sets the state before
+            # looking at this, so one of the two always acts.
+            State.interrupt = req.get("id")
+            if State.current != State.interrupt:
+                continue  # not started yet: it will see State.interrupt
             child = State.child
             if child is not None:
                 try:
@@ -378,6 +394,8 @@ def main():
         if req.get("op") == "exec":
             results = Results(req.get("id"))
             execute(req, pumps, results)
+        elif req.get("op") == "list":
+            emit(ev="listing", id=req.get("id"), workspace=listing(snapshot_workspace()))
 
 
 if __name__ == "__main__":

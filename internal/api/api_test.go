@@ -41,6 +41,16 @@ func (q *fakeQueue) Enqueue(_ context.Context, ex *jobs.Execution) error {
 	return nil
 }
 
+func (q *fakeQueue) EnqueueDrain(_ context.Context, tk string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err != nil {
+		return q.err
+	}
+	q.ids = append(q.ids, "drain:"+tk)
+	return nil
+}
+
 type bundle struct {
 	srv     *httptest.Server
 	records *jobs.Records
@@ -60,7 +70,7 @@ func setup(t *testing.T) *bundle {
 	if err := store.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	records := jobs.NewRecords(rdb, "t:", time.Hour)
+	records := jobs.NewRecords(rdb, jobs.RecordsConfig{Prefix: "t:", TTL: time.Hour})
 	waiter := records.NewWaiter()
 	if err := waiter.Start(context.Background()); err != nil {
 		t.Fatal(err)

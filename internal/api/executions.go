@@ -2,12 +2,14 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -51,28 +53,59 @@ func (s *Server) createExecution(c echo.Context) error {
 		return err
 	}
 	ex := &jobs.Execution{
-		ID: s.cfg.NewID(), Tenant: tenant, Language: req.Language, Status: jobs.Queued,
+		ID: s.cfg.NewID(), Tenant: tenant, ThreadID: deref(req.ThreadID), Language: req.Language, Status: jobs.Queued,
 		Code: *req.Code, Env: req.Env, TimeoutMS: *req.TimeoutMS, Metadata: req.Metadata,
 		CreatedAt: s.cfg.Now().UTC(),
 	}
 	if ex.Inputs, err = s.storeInputs(c, ex, files); err != nil {
 		return err
 	}
-	id, created, err := s.cfg.Records.Create(ctx, ex, idemKey, reqHash)
+	created, err := s.cfg.Records.Create(ctx, ex, idemKey, reqHash)
 	switch { // not created: lost a race with the same Idempotency-Key
 	case errors.Is(err, jobs.ErrIdempotencyMismatch):
-		return s.replay(c, tenant, id, false)
+		return s.replay(c, tenant, created.ID, false)
 	case err != nil:
 		return err
-	case !created:
-		return s.replay(c, tenant, id, true)
+	case !created.Created:
+		return s.replay(c, tenant, created.ID, true)
 	}
-	if err := s.cfg.Queue.Enqueue(ctx, ex); err != nil {
-		// Forget the record so the client's retry, with the same key, starts afresh.
-		_ = s.cfg.Records.Delete(ctx, ex, idemKey)
+	if err := s.dispatch(ctx, ex, created.Owner); err != nil {
+		// Take it back, so the client's retry, with the same key, starts afresh.
+		s.withdraw(ctx, ex, idemKey)
 		return unavailable("could not queue the execution: %v", err)
 	}
 	return s.respondCreated(c, ex)
+}
+
+// dispatch gets a new record to a worker. A thread's live owner was already woken by
+// Create; otherwise a one-off execution is queued, or the thread is offered to any
+// worker.
+func (s *Server) dispatch(ctx context.Context, ex *jobs.Execution, owner string) error {
+	switch {
+	case ex.ThreadID == "":
+		return s.cfg.Queue.Enqueue(ctx, ex)
+	case owner == "":
+		return s.cfg.Queue.EnqueueDrain(ctx, jobs.ThreadKey(ex.Tenant, ex.ThreadID))
+	}
+	return nil
+}
+
+// withdraw undoes a Create whose dispatch failed: a one-off record is deleted; a
+// thread's is canceled in place (it is already in the thread's order) so it never runs.
+func (s *Server) withdraw(ctx context.Context, ex *jobs.Execution, idemKey string) {
+	if ex.ThreadID == "" {
+		_ = s.cfg.Records.Delete(ctx, ex, idemKey)
+		return
+	}
+	_, _ = s.cfg.Records.Cancel(ctx, ex.Tenant, ex.ID, s.cfg.Now)
+	_ = s.cfg.Records.ForgetIdempotencyKey(ctx, ex.Tenant, idemKey)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func (s *Server) replay(c echo.Context, tenant, id string, sameRequest bool) error {
@@ -142,23 +175,12 @@ func (s *Server) getExecution(c echo.Context) error {
 		done, stop = s.cfg.Waiter.Watch(id) // before the read, so an end in between is not missed
 		defer stop()
 	}
-	ex, err := s.cfg.Records.Get(ctx, tenant, id)
-	if errors.Is(err, jobs.ErrNotFound) {
-		return notFound("execution " + id)
-	}
+	ex, err := s.execution(ctx, tenant, id)
 	if err != nil {
 		return err
 	}
 	if wait > 0 && !ex.Status.Terminal() {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		select {
-		case <-done:
-		case <-timer.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if ex, err = s.cfg.Records.Get(ctx, tenant, id); err != nil {
+		if ex, err = s.awaitEnd(ctx, tenant, id, done, wait); err != nil {
 			return err
 		}
 	}
@@ -167,6 +189,83 @@ func (s *Server) getExecution(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, v)
+}
+
+// execution loads one of the tenant's executions, or answers 404.
+func (s *Server) execution(ctx context.Context, tenant, id string) (*jobs.Execution, error) {
+	ex, err := s.cfg.Records.Get(ctx, tenant, id)
+	if errors.Is(err, jobs.ErrNotFound) || (err == nil && ex.Kind != jobs.KindExecution) {
+		return nil, notFound("execution " + id)
+	}
+	return ex, err
+}
+
+// awaitEnd waits until done is closed (the record ended) or wait passes, and reloads
+// the record.
+func (s *Server) awaitEnd(ctx context.Context, tenant, id string, done <-chan struct{}, wait time.Duration) (*jobs.Execution, error) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.cfg.Records.Get(ctx, tenant, id)
+}
+
+// cancelExecution is POST /v1/executions/{id}/cancel.
+func (s *Server) cancelExecution(c echo.Context) error {
+	ctx := c.Request().Context()
+	if _, err := s.execution(ctx, tenantOf(c), c.Param("id")); err != nil {
+		return err
+	}
+	ex, err := s.cfg.Records.Cancel(ctx, tenantOf(c), c.Param("id"), s.cfg.Now)
+	if err != nil {
+		return err
+	}
+	v, err := s.view(ctx, ex)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, v)
+}
+
+// listExecutions is GET /v1/executions?thread_id=&status=&limit=&cursor=.
+func (s *Server) listExecutions(c echo.Context) error {
+	ctx := c.Request().Context()
+	opt := jobs.ListOptions{Thread: c.QueryParam("thread_id"), Status: jobs.Status(c.QueryParam("status")), Limit: 20, Cursor: c.QueryParam("cursor")}
+	if opt.Thread != "" {
+		if err := validThread("thread_id", opt.Thread); err != nil {
+			return err
+		}
+	}
+	if opt.Status != "" && opt.Status != jobs.Queued && opt.Status != jobs.Running && !opt.Status.Terminal() {
+		return invalid("status", "must be one of queued, running, succeeded, failed, timed_out, canceled")
+	}
+	if l := c.QueryParam("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 100 {
+			return invalid("limit", "must be between 1 and 100")
+		}
+		opt.Limit = n
+	}
+	if opt.Cursor != "" && !strings.HasPrefix(opt.Cursor, "ex_") {
+		return invalid("cursor", "is not a cursor this API returned")
+	}
+	items, next, err := s.cfg.Records.List(ctx, tenantOf(c), opt)
+	if err != nil {
+		return err
+	}
+	views := make([]*executionView, 0, len(items))
+	for _, ex := range items {
+		v, err := s.view(ctx, ex)
+		if err != nil {
+			return err
+		}
+		views = append(views, v)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": views, "next_cursor": next})
 }
 
 // parseWait reads ?wait= as a Go duration ("30s", "1m") or a number of seconds.

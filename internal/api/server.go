@@ -22,6 +22,7 @@ import (
 // Storage is what the API needs of artifact storage; *storage.Store provides it.
 type Storage interface {
 	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (storage.Object, error)
+	Open(ctx context.Context, key string) (io.ReadCloser, storage.Object, error)
 	Stat(ctx context.Context, key string) (storage.Object, error)
 	PresignGet(ctx context.Context, key, filename string) (string, time.Time, error)
 	Retention() time.Duration
@@ -30,6 +31,7 @@ type Storage interface {
 // Queue is what the API needs of the task queue; *jobs.Enqueuer provides it.
 type Queue interface {
 	Enqueue(ctx context.Context, ex *jobs.Execution) error
+	EnqueueDrain(ctx context.Context, tk string) error
 }
 
 // Check is one dependency /readyz probes.
@@ -79,7 +81,13 @@ func New(cfg Config) *Server {
 
 	v1 := e.Group("/v1", authenticate(cfg.Keys))
 	v1.POST("/executions", s.createExecution, bodyLimit(cfg.Limits.MaxRequestBytes))
+	v1.GET("/executions", s.listExecutions)
 	v1.GET("/executions/:id", s.getExecution)
+	v1.POST("/executions/:id/cancel", s.cancelExecution)
+	v1.GET("/threads/:id", s.getThread)
+	v1.DELETE("/threads/:id", s.deleteThread)
+	v1.PUT("/threads/:id/files/*", s.putThreadFile, bodyLimit(cfg.Limits.MaxUploadBytes))
+	v1.GET("/threads/:id/files/*", s.getThreadFile)
 	v1.POST("/files", s.upload, bodyLimit(cfg.Limits.MaxUploadBytes))
 	return s
 }

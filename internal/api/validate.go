@@ -66,10 +66,9 @@ type validFile struct {
 // reported with the JSON path of the field at fault.
 func (r *createRequest) validate(lim Limits) ([]validFile, error) {
 	if r.ThreadID != nil {
-		if !threadRE.MatchString(*r.ThreadID) || *r.ThreadID == "." || *r.ThreadID == ".." {
-			return nil, invalid("thread_id", "must match %s (and not be . or ..)", threadRE)
+		if err := validThread("thread_id", *r.ThreadID); err != nil {
+			return nil, err
 		}
-		return nil, invalid("thread_id", "threads are not available yet; omit thread_id for a one-off execution")
 	}
 	switch r.Language {
 	case "":
@@ -104,6 +103,13 @@ func (r *createRequest) validate(lim Limits) ([]validFile, error) {
 		r.Metadata = json.RawMessage("{}")
 	}
 	return validateFiles(r.Files, lim)
+}
+
+func validThread(field, id string) error {
+	if !threadRE.MatchString(id) || id == "." || id == ".." {
+		return invalid(field, "must match %s (and not be . or ..)", threadRE)
+	}
+	return nil
 }
 
 func validateEnv(env map[string]string) error {

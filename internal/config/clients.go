@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/sandbox"
 	"github.com/codeinterp/codeinterp/storage"
 )
@@ -17,8 +18,10 @@ func (c Config) Redis() (*redis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CODEINTERP_REDIS_URL: %w", err)
 	}
-	// Long-polls and blocking reads hold connections; keep room for them.
+	// Long-polls and blocking reads hold connections; keep room for them, and let a
+	// canceled context end a blocking read.
 	opts.PoolSize = max(opts.PoolSize, 64)
+	opts.ContextTimeoutEnabled = true
 	return redis.NewClient(opts), nil
 }
 
@@ -51,4 +54,9 @@ func (c Config) Logger() *slog.Logger {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// Records returns the record store's configuration.
+func (c Config) Records() jobs.RecordsConfig {
+	return jobs.RecordsConfig{Prefix: c.KeyPrefix, TTL: c.Retention, HeartbeatTTL: c.HeartbeatTTL}
 }

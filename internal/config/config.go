@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +49,7 @@ type Config struct {
 	InterruptGrace time.Duration `env:"INTERRUPT_GRACE" envDefault:"2s"`
 
 	WorkerID          string        `env:"WORKER_ID"`
+	HeartbeatTTL      time.Duration `env:"HEARTBEAT_TTL" envDefault:"15s"`
 	Concurrency       int           `env:"WORKER_CONCURRENCY" envDefault:"4"`
 	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"1s"`
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"60s"`
@@ -71,6 +73,9 @@ func Load(environ map[string]string) (Config, error) {
 		host, _ := os.Hostname()
 		c.WorkerID = host
 	}
+	// A worker id names one process's life: a restarted worker must not inherit the
+	// threads (and kernels) of the process before it.
+	c.WorkerID += "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	return c, c.validate()
 }
 
@@ -117,6 +122,7 @@ func (c Config) validate() error {
 	check(c.WorkspaceMB >= 1, "CODEINTERP_WORKSPACE_MB %d: want at least 1", c.WorkspaceMB)
 	check(c.OutputBytes >= 1024, "CODEINTERP_OUTPUT_BYTES %d: want at least 1024", c.OutputBytes)
 	check(c.MaxLogBytes >= int64(c.OutputBytes), "CODEINTERP_MAX_LOG_BYTES %d: want at least CODEINTERP_OUTPUT_BYTES", c.MaxLogBytes)
+	check(c.HeartbeatTTL >= time.Second, "CODEINTERP_HEARTBEAT_TTL %s: want at least 1s", c.HeartbeatTTL)
 	check(c.Concurrency >= 1, "CODEINTERP_WORKER_CONCURRENCY %d: want at least 1", c.Concurrency)
 	check(c.TaskCheckInterval >= 10*time.Millisecond, "CODEINTERP_TASK_CHECK_INTERVAL %s: want at least 10ms", c.TaskCheckInterval)
 	check(c.LogLevel == "debug" || c.LogLevel == "info" || c.LogLevel == "warn" || c.LogLevel == "error", "CODEINTERP_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)

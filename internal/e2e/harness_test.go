@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,9 +12,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -28,25 +33,51 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
-// stack is one test's codeinterp: its own Redis database, bucket and sandbox prefix.
+// stack is one test's codeinterp: its own Redis database, bucket and sandbox prefix,
+// an in-process API and any number of in-process workers.
 type stack struct {
+	t       *testing.T
 	url     string
 	rdb     *redis.Client
 	docker  *client.Client
 	prefix  string // sandbox name prefix and label, unique to the test
-	workers []*asynq.Server
-	newSrv  func() *asynq.Server
+	records *jobs.Records
+	store   *storage.Store
+	runtime *sandbox.Docker
+	opt     stackOptions
+	workers []*testWorker
 }
 
 type stackOptions struct {
 	limits          sandbox.Limits
 	shutdownTimeout time.Duration
+	concurrency     int
 }
+
+// testWorker is one in-process worker: an asynq server and a jobs.Runner.
+type testWorker struct {
+	id     string
+	srv    *asynq.Server
+	runner *jobs.Runner
+	once   sync.Once
+}
+
+func (w *testWorker) stop(timeout time.Duration) {
+	w.once.Do(func() {
+		w.srv.Shutdown()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		w.runner.Shutdown(ctx)
+	})
+}
+
+// heartbeatTTL is short in tests, so a dead worker's threads move on quickly.
+const heartbeatTTL = 2 * time.Second
 
 func newStack(t *testing.T, opt stackOptions) *stack {
 	t.Helper()
 	addr, db := testenv.RedisDB(t)
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db, PoolSize: 64})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db, PoolSize: 64, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	store, err := storage.New(testenv.MinIO(t))
 	if err != nil {
@@ -60,14 +91,15 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { docker.Close() })
-	s := &stack{rdb: rdb, docker: docker, prefix: fmt.Sprintf("citest-%d", db)}
-	runtime := sandbox.New(docker, sandbox.Config{Image: testenv.Image("sandbox"), Prefix: s.prefix, Grace: time.Second})
-	if err := runtime.Ping(context.Background()); err != nil {
+	s := &stack{t: t, rdb: rdb, docker: docker, prefix: fmt.Sprintf("citest-%d", db), store: store, opt: opt}
+	s.runtime = sandbox.New(docker, sandbox.Config{Image: testenv.Image("sandbox"), Prefix: s.prefix, Grace: time.Second})
+	if err := s.runtime.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.removeSandboxes() })
 
-	records := jobs.NewRecords(rdb, "ci:", time.Hour)
-	waiter := records.NewWaiter()
+	s.records = jobs.NewRecords(rdb, jobs.RecordsConfig{Prefix: "ci:", TTL: time.Hour, HeartbeatTTL: heartbeatTTL})
+	waiter := s.records.NewWaiter()
 	if err := waiter.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -76,36 +108,64 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 	queue := asynq.NewClientFromRedisClient(rdb)
 	t.Cleanup(func() { queue.Close() })
 	srv := httptest.NewServer(api.New(api.Config{
-		Records: records, Waiter: waiter, Queue: jobs.NewEnqueuer(queue), Store: store, Keys: keys,
+		Records: s.records, Waiter: waiter, Queue: jobs.NewEnqueuer(queue), Store: store, Keys: keys,
 		Limits: api.Limits{MaxRequestBytes: 8 << 20, MaxUploadBytes: 8 << 20, WorkspaceBytes: 8 << 20, DefaultTimeoutMS: 30000, MaxTimeoutMS: 60000},
 	}))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
-
-	runner := jobs.NewRunner(jobs.RunnerConfig{
-		Records: records, Artifacts: store, Limits: opt.limits, Worker: s.prefix + "-worker",
-		NewSandbox: func(ctx context.Context, spec sandbox.Spec) (jobs.Sandbox, error) { return runtime.Create(ctx, spec) },
-	})
-	s.newSrv = func() *asynq.Server {
-		w := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-			Concurrency: 4, Queues: map[string]int{jobs.QueueExecutions: 1},
-			TaskCheckInterval: 20 * time.Millisecond, ShutdownTimeout: opt.shutdownTimeout,
-			RetryDelayFunc: jobs.RetryDelay, Logger: worker.AsynqLogger{L: discardLogger},
-		})
-		mux := asynq.NewServeMux()
-		mux.Handle(jobs.TypeRun, runner)
-		if err := w.Start(mux); err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	s.workers = append(s.workers, s.newSrv())
+	s.addWorker()
 	t.Cleanup(func() {
 		for _, w := range s.workers {
-			w.Shutdown()
+			w.stop(5 * time.Second)
 		}
 	})
 	return s
+}
+
+// addWorker starts one more in-process worker.
+func (s *stack) addWorker() *testWorker {
+	t := s.t
+	id := fmt.Sprintf("%s-w%d", s.prefix, len(s.workers))
+	queue := asynq.NewClientFromRedisClient(s.rdb)
+	t.Cleanup(func() { queue.Close() })
+	runner := jobs.NewRunner(jobs.RunnerConfig{
+		Records: s.records, Artifacts: s.store, Drainer: jobs.NewEnqueuer(queue),
+		NewSandbox: worker.NewSandbox(s.runtime), FindSandbox: worker.FindSandbox(s.runtime), Ping: s.runtime.Ping,
+		Limits: s.opt.limits, Worker: id, Concurrency: cmp.Or(s.opt.concurrency, 4), Logger: discardLogger,
+		Linger: time.Second,
+	})
+	if err := runner.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
+		Concurrency: 4, Queues: map[string]int{jobs.QueueExecutions: 1, jobs.QueueThreads: 1},
+		TaskCheckInterval: 20 * time.Millisecond, ShutdownTimeout: s.opt.shutdownTimeout,
+		RetryDelayFunc: jobs.RetryDelay, Logger: worker.AsynqLogger{L: discardLogger},
+	})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(jobs.TypeRun, runner.ProcessOneOff)
+	mux.HandleFunc(jobs.TypeDrain, runner.ProcessDrain)
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	w := &testWorker{id: id, srv: srv, runner: runner}
+	s.workers = append(s.workers, w)
+	return w
+}
+
+// removeSandboxes removes what the test's sandboxes left, thread sandboxes included.
+func (s *stack) removeSandboxes() {
+	ctx := context.Background()
+	list, _ := s.docker.ContainerList(ctx, container.ListOptions{
+		All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelInstall+"="+s.prefix)),
+	})
+	for _, c := range list {
+		_ = s.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	}
+	vols, _ := s.docker.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelInstall+"="+s.prefix))})
+	for _, v := range vols.Volumes {
+		_ = s.docker.VolumeRemove(ctx, v.Name, true)
+	}
 }
 
 // call sends a JSON request as tenant acme and decodes the JSON answer.
@@ -160,6 +220,11 @@ type execution struct {
 	} `json:"files"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
+	Sandbox    struct {
+		Reused          bool `json:"reused"`
+		Resumed         bool `json:"resumed"`
+		KernelRestarted bool `json:"kernel_restarted"`
+	} `json:"sandbox"`
 }
 
 // run submits code and long-polls until it ends.

@@ -174,8 +174,7 @@ func TestWorkerStopMidRun(t *testing.T) {
 		s.call(t, "GET", "/v1/executions/"+ex.ID, nil, &cur)
 		return cur.Status == "running"
 	})
-	s.workers[0].Shutdown()
-	s.workers = nil
+	s.workers[0].stop(500 * time.Millisecond)
 	got := s.wait(t, ex.ID)
 	if got.Status != "failed" || got.Error == nil || got.Error.Name != "WorkerStopped" {
 		t.Fatalf("%s %+v", got.Status, got.Error)

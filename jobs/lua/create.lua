@@ -1,15 +1,38 @@
--- Creates an execution record, honouring an idempotency key.
--- KEYS[1] idempotency key (ignored unless ARGV[1] is "1"), KEYS[2] record key
--- ARGV: use_idem, id, request_hash, status, json, record_ttl, idem_ttl
--- Returns {"created", id, hash} or {"exists", existing_id, existing_hash}.
+-- Creates a record, honouring an idempotency key; for a thread, appends it to the
+-- thread's queue in the same step, so queue order is acceptance order.
+-- KEYS: 1 idempotency key (used if ARGV[1] == "1"), 2 record, 3 tenant index,
+--       4 thread queue, 5 thread owner, 6 thread index (4-6 used if ARGV[9] == "1")
+-- ARGV: 1 use_idem, 2 id, 3 request_hash, 4 status, 5 json, 6 record_ttl, 7 idem_ttl,
+--       8 created_ms, 9 in_thread, 10 thread key, 11 wake key prefix,
+--       12 now_ms, 13 heartbeat_ttl_ms
+-- KEYS 7: workers zset
+-- Returns {"created"|"exists", id, hash, owner}: owner is the live worker holding the
+-- thread, which has been woken, or "" when the thread needs a new owner.
 if ARGV[1] == "1" then
   local existing = redis.call("HMGET", KEYS[1], "id", "hash")
   if existing[1] then
-    return {"exists", existing[1], existing[2] or ""}
+    return {"exists", existing[1], existing[2] or "", ""}
   end
   redis.call("HSET", KEYS[1], "id", ARGV[2], "hash", ARGV[3])
   redis.call("EXPIRE", KEYS[1], ARGV[7])
 end
 redis.call("HSET", KEYS[2], "status", ARGV[4], "json", ARGV[5])
 redis.call("EXPIRE", KEYS[2], ARGV[6])
-return {"created", ARGV[2], ARGV[3]}
+redis.call("ZADD", KEYS[3], 0, ARGV[2])
+redis.call("EXPIRE", KEYS[3], ARGV[6])
+local owner = ""
+if ARGV[9] == "1" then
+  redis.call("RPUSH", KEYS[4], ARGV[2])
+  redis.call("ZADD", KEYS[6], 0, ARGV[2])
+  redis.call("EXPIRE", KEYS[6], ARGV[6])
+  owner = redis.call("HGET", KEYS[5], "worker") or ""
+  local beat = owner ~= "" and redis.call("ZSCORE", KEYS[7], owner)
+  if not beat or tonumber(beat) < tonumber(ARGV[12]) - tonumber(ARGV[13]) then
+    owner = ""
+  else
+    -- The wake key is built here, so this script needs a single (non-cluster) Redis.
+    redis.call("RPUSH", ARGV[11] .. owner, ARGV[10])
+    redis.call("EXPIRE", ARGV[11] .. owner, 86400)
+  end
+end
+return {"created", ARGV[2], ARGV[3], owner}

@@ -232,7 +232,20 @@ func testCancel(t *testing.T, b bundle) {
 		t.Fatal(err)
 	}
 	wantStatus(t, out, sandbox.Canceled)
-	wantStatus(t, run(t, sb, py("print(2)")), sandbox.Succeeded)
+	wantStatus(t, run(t, sb, py("x = 2")), sandbox.Succeeded)
+
+	// Canceled before the code even started: it must not run on, and the kernel
+	// (with its state) survives.
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	out, err = sb.Run(done, sandbox.Request{ID: "early", Code: "import time\ntime.sleep(60)"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, out, sandbox.Canceled)
+	if out := run(t, sb, py("print(x)")); out.Stdout != "2\n" || out.KernelRestarted {
+		t.Fatalf("after an early cancel: %q restarted=%v", out.Stdout, out.KernelRestarted)
+	}
 }
 
 func testOOM(t *testing.T, b bundle) {

@@ -1,0 +1,109 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// start marks ex running, if it is still queued (not canceled meanwhile).
+func (r *Runner) start(ctx context.Context, ex *Execution) (bool, error) {
+	now := r.cfg.Now()
+	ex.Status, ex.StartedAt, ex.Worker, ex.Attempt = Running, &now, r.cfg.Worker, ex.Attempt+1
+	ok, found, err := r.cfg.Records.Transition(ctx, ex, Queued)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		r.cfg.Logger.Info("execution no longer queued; not running it", "execution", ex.ID, "status", found)
+	}
+	return ok, nil
+}
+
+// execute runs the code and records the outcome; once the code may have started,
+// every failure is recorded on the execution. The error it returns says only that
+// the sandbox itself broke, so the caller should not use it again.
+func (r *Runner) execute(ctx context.Context, sb Sandbox, ex *Execution) (sandbox.Outcome, error) {
+	ctx, done := r.track(ctx, ex.ID)
+	defer done()
+	stdout, stderr := newSpool(int64(r.limits().Output), r.cfg.MaxLog), newSpool(int64(r.limits().Output), r.cfg.MaxLog)
+	defer stdout.close()
+	defer stderr.close()
+	out, err := sb.Run(ctx, sandbox.Request{
+		ID: ex.ID, Language: ex.Language, Code: ex.Code, Env: ex.Env,
+		Timeout: time.Duration(ex.TimeoutMS) * time.Millisecond,
+	}, func(ev sandbox.Event) {
+		switch ev.Kind {
+		case sandbox.Stdout:
+			stdout.write(ev.Text)
+		case sandbox.Stderr:
+			stderr.write(ev.Text)
+		}
+	})
+	// A canceled run was canceled by its user, unless the worker is stopping (or the
+	// task ran past its deadline).
+	workerStopped := ctx.Err() != nil && !errors.Is(context.Cause(ctx), errUserCanceled)
+	// Record the outcome even if the worker is being stopped.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if err != nil {
+		_ = r.finish(ctx, ex, Failed, sandboxError(err))
+		return out, err
+	}
+	ex.Stdout, ex.Stderr = out.Stdout, out.Stderr
+	ex.StdoutTruncated, ex.StderrTruncated = out.StdoutTruncated, out.StderrTruncated
+	ex.Results, ex.ExitCode = out.Results, &out.ExitCode
+	ex.Sandbox.KernelRestarted = out.KernelRestarted
+	status, failure := Status(out.Status), out.Error
+	if workerStopped && out.Status == sandbox.Canceled {
+		status, failure = Failed, &sandbox.Error{Name: "WorkerStopped", Value: "the worker stopped while the code ran; the code was interrupted and will not be run again"}
+	}
+	if err := r.collect(ctx, sb, ex, out.Outputs, stdout, stderr); err != nil {
+		status, failure = Failed, sandboxError(err)
+	}
+	_ = r.finish(ctx, ex, status, failure)
+	return out, nil
+}
+
+func (r *Runner) putInputs(ctx context.Context, sb Sandbox, ex *Execution) error {
+	var files []sandbox.File
+	for _, in := range ex.Inputs {
+		rc, obj, err := r.cfg.Artifacts.Open(ctx, in.Key)
+		if err != nil {
+			return fmt.Errorf("open input %s: %w", in.Name, err)
+		}
+		defer rc.Close()
+		files = append(files, sandbox.File{Name: in.Name, Size: obj.Size, Body: rc})
+	}
+	if err := sb.PutFiles(ctx, files); err != nil {
+		return fmt.Errorf("put inputs: %w", err)
+	}
+	return nil
+}
+
+// finish records the end of ex. A record that already ended is left alone.
+func (r *Runner) finish(ctx context.Context, ex *Execution, status Status, failure *sandbox.Error) error {
+	now := r.cfg.Now()
+	ex.Status, ex.Error, ex.FinishedAt = status, failure, &now
+	if ex.StartedAt != nil {
+		d := now.Sub(*ex.StartedAt).Milliseconds()
+		ex.DurationMS = &d
+	}
+	ok, found, err := r.cfg.Records.Transition(ctx, ex, Queued, Running)
+	if err != nil {
+		r.cfg.Logger.Error("record execution outcome", "execution", ex.ID, "err", err)
+		return err
+	}
+	if !ok {
+		r.cfg.Logger.Info("execution already ended", "execution", ex.ID, "status", found)
+	}
+	return nil
+}
+
+// sandboxError is how a failure of the service itself shows on an execution.
+func sandboxError(err error) *sandbox.Error {
+	return &sandbox.Error{Name: "SandboxError", Value: err.Error()}
+}

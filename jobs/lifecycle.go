@@ -1,0 +1,158 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// errWorkerStopping is the cause of contexts canceled because the worker shuts down.
+var errWorkerStopping = errors.New("worker shutting down")
+
+// Start announces the worker and starts its background loops: the heartbeat (which
+// also buries dead workers and hands their threads on), the wake-up wait for owned
+// threads, and the cancel listener. Call Shutdown to stop.
+func (r *Runner) Start(ctx context.Context) error {
+	r.beat(ctx)
+	sub := r.cfg.Records.rdb.Subscribe(ctx, r.cfg.Records.cancelChannel())
+	if _, err := sub.Receive(ctx); err != nil {
+		sub.Close()
+		return fmt.Errorf("subscribe to cancels: %w", err)
+	}
+	r.runCtx, r.stopRun = context.WithCancelCause(context.WithoutCancel(ctx))
+	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r.stopBG = stop
+	r.bg.Go(func() {
+		for msg := range sub.Channel() {
+			r.cancelLocal(msg.Payload)
+		}
+	})
+	r.bg.Go(func() {
+		<-bgCtx.Done()
+		sub.Close()
+	})
+	r.bg.Go(func() { r.heartbeatLoop(bgCtx) })
+	r.bg.Go(func() { r.wakeLoop(bgCtx) })
+	return nil
+}
+
+// Shutdown lets running thread executions finish until ctx ends, then interrupts
+// them (they end failed with WorkerStopped), lets go of every owned thread (their
+// sandboxes stay, for another worker to adopt) and leaves the registry.
+func (r *Runner) Shutdown(ctx context.Context) {
+	close(r.stopped)
+	done := make(chan struct{})
+	go func() { r.runners.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		r.stopRun(errWorkerStopping)
+		<-done
+	}
+	cleanup := context.WithoutCancel(ctx)
+	r.mu.Lock()
+	owned := r.owned
+	r.owned = map[string]*thread{}
+	r.mu.Unlock()
+	for tk, th := range owned {
+		if th.sb != nil {
+			th.sb.Release()
+		}
+		r.letGo(cleanup, tk)
+	}
+	if r.stopBG != nil {
+		r.stopBG()
+	}
+	r.bg.Wait()
+	_ = r.workers.leave(cleanup, r.cfg.Worker)
+}
+
+func (r *Runner) shuttingDown() bool {
+	select {
+	case <-r.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// letGo releases a thread and, if it still has work, asks another worker to take it.
+func (r *Runner) letGo(ctx context.Context, tk string) {
+	workLeft, err := r.threads.Release(ctx, tk, r.cfg.Worker)
+	if err != nil {
+		r.cfg.Logger.Error("release thread", "thread", tk, "err", err)
+		return
+	}
+	if workLeft {
+		if err := r.cfg.Drainer.EnqueueDrain(ctx, tk); err != nil {
+			r.cfg.Logger.Error("hand thread on", "thread", tk, "err", err)
+		}
+	}
+}
+
+func (r *Runner) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Beat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.beat(ctx)
+			r.sweep(ctx)
+		}
+	}
+}
+
+func (r *Runner) beat(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.Beat)
+	defer cancel()
+	ready := r.cfg.Ping(pctx) == nil
+	if err := r.workers.Beat(ctx, r.cfg.Worker, r.cfg.Now(), ready); err != nil {
+		r.cfg.Logger.Warn("heartbeat", "err", err)
+	}
+}
+
+// sweep buries workers whose heartbeat stopped and hands their threads on.
+func (r *Runner) sweep(ctx context.Context) {
+	dead, err := r.workers.Dead(ctx, r.cfg.Now())
+	if err != nil {
+		r.cfg.Logger.Warn("sweep", "err", err)
+		return
+	}
+	for _, w := range dead {
+		orphans, err := r.threads.Bury(ctx, w)
+		if err != nil {
+			r.cfg.Logger.Warn("bury worker", "worker", w, "err", err)
+			continue
+		}
+		r.cfg.Logger.Info("worker stopped beating; its threads go to others", "dead", w, "threads_with_work", len(orphans))
+		for _, tk := range orphans {
+			if err := r.cfg.Drainer.EnqueueDrain(ctx, tk); err != nil {
+				r.cfg.Logger.Error("hand thread on", "thread", tk, "err", err)
+			}
+		}
+	}
+}
+
+// wakeLoop serves the owned threads that the API woke. The wait blocks in Redis, so
+// an idle worker costs one command per Linger.
+func (r *Runner) wakeLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		tk, err := r.threads.Wait(ctx, r.cfg.Worker, r.cfg.Linger)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.cfg.Logger.Warn("wait for thread work", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		if tk != "" {
+			r.serve(tk, "")
+		}
+	}
+}

@@ -1,0 +1,14 @@
+-- Lets go of a thread the worker owns.
+-- KEYS: 1 owner hash, 2 queue, 3 inflight, 4 the worker's owned set
+-- ARGV: 1 worker, 2 thread key
+-- Returns "released_work" when work is left that a new owner must pick up,
+-- "released" when not, "not_owner" when the worker did not own it.
+if redis.call("HGET", KEYS[1], "worker") ~= ARGV[1] then
+  return "not_owner"
+end
+redis.call("DEL", KEYS[1])
+redis.call("SREM", KEYS[4], ARGV[2])
+if redis.call("LLEN", KEYS[2]) > 0 or redis.call("EXISTS", KEYS[3]) == 1 then
+  return "released_work"
+end
+return "released"

@@ -1,0 +1,154 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// runOp applies a thread operation that is not code, in its place in the queue.
+func (r *Runner) runOp(ctx context.Context, th *thread, op *Execution) {
+	if ok, err := r.start(ctx, op); err != nil || !ok {
+		return
+	}
+	var failure *sandbox.Error
+	var err error
+	switch op.Kind {
+	case KindPutFile:
+		err = r.putFileOp(ctx, th, op)
+	case KindGetFile:
+		failure, err = r.getFileOp(ctx, th, op)
+	case KindDeleteThread:
+		err = r.deleteThreadOp(ctx, th)
+	default:
+		err = fmt.Errorf("unknown operation %q", op.Kind)
+	}
+	status := Succeeded
+	if err != nil {
+		failure = sandboxError(err)
+	}
+	if failure != nil {
+		status = Failed
+	}
+	_ = r.finish(context.WithoutCancel(ctx), op, status, failure)
+}
+
+func (r *Runner) putFileOp(ctx context.Context, th *thread, op *Execution) error {
+	sb, _, err := r.threadSandbox(ctx, th)
+	if err != nil {
+		return err
+	}
+	if err := r.putInputs(ctx, sb, op); err != nil {
+		return err
+	}
+	r.refreshThreadState(ctx, th, sb)
+	return nil
+}
+
+func (r *Runner) getFileOp(ctx context.Context, th *thread, op *Execution) (*sandbox.Error, error) {
+	notFound := &sandbox.Error{Name: "NotFound", Value: "no regular file " + op.Path + " in the thread's workspace"}
+	sb := th.sb
+	if sb == nil {
+		found, err := r.cfg.FindSandbox(ctx, sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits, Preload: true})
+		if err != nil {
+			return nil, err
+		}
+		if found == nil {
+			return notFound, nil
+		}
+		r.mu.Lock()
+		th.sb, sb = found, found
+		r.mu.Unlock()
+	}
+	f, err := r.storeOutput(ctx, sb, op, op.Path)
+	if errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, sandbox.ErrBadPath) {
+		return notFound, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	op.Files = []File{f}
+	return nil, nil
+}
+
+// deleteThreadOp removes the thread's sandbox and workspace. The thread stays usable:
+// its next execution starts from scratch.
+func (r *Runner) deleteThreadOp(ctx context.Context, th *thread) error {
+	sb := th.sb
+	if sb == nil {
+		found, err := r.cfg.FindSandbox(ctx, sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits})
+		if err != nil {
+			return err
+		}
+		sb = found
+	}
+	if sb != nil {
+		if err := sb.Remove(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	th.sb = nil
+	r.mu.Unlock()
+	return r.cfg.Records.rdb.Del(ctx, r.cfg.Records.thread(ThreadKey(th.tenant, th.id), "meta")).Err()
+}
+
+// ThreadState is what GET /v1/threads/{id} shows beyond the queue. It is a hash in
+// Redis, written by the thread's owner: a thread exists while it has one.
+type ThreadState struct {
+	LastActiveAt time.Time
+	Sandbox      string // "running" or "none"
+	Files        []sandbox.FileInfo
+}
+
+// markActive records that the thread's owner is working on it.
+func (r *Runner) markActive(ctx context.Context, th *thread) {
+	r.setThreadState(ctx, th, "last_active_at", r.cfg.Now().UTC().Format(time.RFC3339Nano), "sandbox", "running")
+}
+
+// saveThreadState records the thread's workspace listing after a run.
+func (r *Runner) saveThreadState(ctx context.Context, th *thread, files []sandbox.FileInfo) {
+	data, _ := json.Marshal(files)
+	r.setThreadState(ctx, th, "last_active_at", r.cfg.Now().UTC().Format(time.RFC3339Nano), "files", data)
+}
+
+func (r *Runner) setThreadState(ctx context.Context, th *thread, fields ...any) {
+	key := r.cfg.Records.thread(ThreadKey(th.tenant, th.id), "meta")
+	ctx = context.WithoutCancel(ctx)
+	pipe := r.cfg.Records.rdb.TxPipeline()
+	pipe.HSet(ctx, key, fields...)
+	pipe.Expire(ctx, key, r.cfg.Records.ttl)
+	if _, err := pipe.Exec(ctx); err != nil {
+		r.cfg.Logger.Warn("save thread state", "thread", th.id, "err", err)
+	}
+}
+
+func (r *Runner) refreshThreadState(ctx context.Context, th *thread, sb Sandbox) {
+	files, err := sb.Files(ctx)
+	if err != nil {
+		r.cfg.Logger.Warn("list workspace", "thread", th.id, "err", err)
+		return
+	}
+	r.saveThreadState(ctx, th, files)
+}
+
+// ThreadState returns the saved state of a thread, or nil if it has none.
+func (r *Records) ThreadState(ctx context.Context, tenant, thread string) (*ThreadState, error) {
+	h, err := r.rdb.HGetAll(ctx, r.thread(ThreadKey(tenant, thread), "meta")).Result()
+	if err != nil {
+		return nil, fmt.Errorf("thread state: %w", err)
+	}
+	if len(h) == 0 {
+		return nil, nil
+	}
+	st := &ThreadState{Sandbox: h["sandbox"]}
+	st.LastActiveAt, _ = time.Parse(time.RFC3339Nano, h["last_active_at"])
+	if f := h["files"]; f != "" {
+		_ = json.Unmarshal([]byte(f), &st.Files)
+	}
+	return st, nil
+}

@@ -1,0 +1,203 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// thread is a thread this worker owns.
+type thread struct {
+	tenant, id string
+	sb         Sandbox // warm sandbox, nil until the first item needs one
+	running    bool    // a runner goroutine serves the thread
+	dirty      bool    // woken since the runner last looked at the queue
+}
+
+// serve makes sure a runner serves thread tk; inflight is an item a previous owner
+// left in flight. Calling it for a thread already served only makes the runner look
+// at the queue again, so wake-ups are never lost.
+func (r *Runner) serve(tk, inflight string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shuttingDown() {
+		return
+	}
+	th := r.owned[tk]
+	if th == nil {
+		tenant, id := SplitThreadKey(tk)
+		th = &thread{tenant: tenant, id: id}
+		r.owned[tk] = th
+	}
+	th.dirty = true
+	if th.running {
+		return
+	}
+	th.running = true
+	r.runners.Go(func() { r.runThread(tk, th, inflight) })
+}
+
+// runThread takes the thread's items one by one until its queue is empty.
+func (r *Runner) runThread(tk string, th *thread, inflight string) {
+	ctx := r.runCtx
+	if inflight != "" {
+		r.recoverInflight(ctx, th, inflight)
+	}
+	for {
+		r.mu.Lock()
+		th.dirty = false
+		r.mu.Unlock()
+		id, err := r.threads.Next(ctx, tk, r.cfg.Worker)
+		switch {
+		case errors.Is(err, ErrLost):
+			r.drop(tk, th)
+			return
+		case err != nil:
+			r.cfg.Logger.Warn("take next item", "thread", tk, "err", err)
+			if !r.pause(ctx, time.Second) {
+				r.idle(tk, th, true)
+				return
+			}
+		case id == "":
+			if r.idle(tk, th, false) {
+				return
+			}
+		default:
+			r.runItem(ctx, th, id)
+			if r.shuttingDown() {
+				r.idle(tk, th, true)
+				return
+			}
+		}
+	}
+}
+
+// idle ends the runner unless the thread was woken meanwhile. The thread stays
+// owned, its sandbox warm, for the next wake-up.
+func (r *Runner) idle(tk string, th *thread, force bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if th.dirty && !force {
+		return false
+	}
+	th.running = false
+	return true
+}
+
+// drop forgets a thread this worker no longer owns. Its sandbox stays for the new
+// owner to adopt.
+func (r *Runner) drop(tk string, th *thread) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if th.sb != nil {
+		th.sb.Release()
+		th.sb = nil
+	}
+	th.running = false
+	delete(r.owned, tk)
+}
+
+func (r *Runner) pause(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// recoverInflight settles the item a dead owner had in flight: if its code may have
+// started, it failed; if not, it runs now, still first in line.
+func (r *Runner) recoverInflight(ctx context.Context, th *thread, id string) {
+	ex, err := r.cfg.Records.Get(ctx, "", id)
+	if err != nil {
+		r.cfg.Logger.Warn("load in-flight item", "id", id, "err", err)
+		return
+	}
+	switch ex.Status {
+	case Running:
+		_ = r.finish(ctx, ex, Failed, &sandbox.Error{
+			Name:  "WorkerLost",
+			Value: "the worker running this execution died before it finished; it was not re-run because the code may already have had effects",
+		})
+	case Queued:
+		r.runItem(ctx, th, id)
+	}
+}
+
+// runItem runs one queued item of a thread. Items that are no longer queued (a
+// canceled execution) are skipped.
+func (r *Runner) runItem(ctx context.Context, th *thread, id string) {
+	ex, err := r.cfg.Records.Get(ctx, "", id)
+	if err != nil {
+		r.cfg.Logger.Warn("load thread item", "id", id, "err", err)
+		return
+	}
+	if ex.Status != Queued || ex.Tenant != th.tenant || ex.ThreadID != th.id {
+		return
+	}
+	select {
+	case r.sem <- struct{}{}:
+		defer func() { <-r.sem }()
+	case <-ctx.Done():
+		return
+	}
+	if ex.Kind != KindDeleteThread {
+		r.markActive(ctx, th)
+	}
+	switch ex.Kind {
+	case KindExecution:
+		r.runThreadExecution(ctx, th, ex)
+	default:
+		r.runOp(ctx, th, ex)
+	}
+}
+
+func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *Execution) {
+	sb, info, err := r.threadSandbox(ctx, th)
+	if err != nil {
+		_ = r.finish(ctx, ex, Failed, sandboxError(err))
+		return
+	}
+	ex.Sandbox = info
+	if ok, err := r.start(ctx, ex); err != nil || !ok {
+		return
+	}
+	if err := r.putInputs(ctx, sb, ex); err != nil {
+		_ = r.finish(ctx, ex, Failed, sandboxError(err))
+		return
+	}
+	out, err := r.execute(ctx, sb, ex)
+	if err != nil {
+		// The sandbox itself broke (its container is gone): the next item gets a new one.
+		r.mu.Lock()
+		th.sb = nil
+		r.mu.Unlock()
+		return
+	}
+	r.saveThreadState(ctx, th, out.Workspace)
+}
+
+// threadSandbox returns the thread's warm sandbox, adopting or creating one if needed.
+func (r *Runner) threadSandbox(ctx context.Context, th *thread) (Sandbox, SandboxInfo, error) {
+	if th.sb != nil {
+		return th.sb, SandboxInfo{Reused: true}, nil
+	}
+	spec := sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits, Preload: true}
+	sb, err := r.cfg.FindSandbox(ctx, spec)
+	if err != nil {
+		return nil, SandboxInfo{}, err
+	}
+	info := SandboxInfo{Reused: sb != nil}
+	if sb == nil {
+		if sb, err = r.cfg.NewSandbox(ctx, spec); err != nil {
+			return nil, SandboxInfo{}, err
+		}
+	}
+	r.mu.Lock()
+	th.sb = sb
+	r.mu.Unlock()
+	return sb, info, nil
+}
