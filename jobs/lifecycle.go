@@ -114,8 +114,19 @@ func (r *Runner) beat(ctx context.Context) {
 	}
 }
 
-// sweep buries workers whose heartbeat stopped and hands their threads on.
+// sweep buries workers whose heartbeat stopped and hands their threads on, and offers
+// again threads that waited too long for an owner.
 func (r *Runner) sweep(ctx context.Context) {
+	again, err := r.threads.Unclaimed(ctx, r.cfg.Now().Add(-2*r.cfg.Records.beatTTL))
+	if err != nil {
+		r.cfg.Logger.Warn("sweep", "err", err)
+	}
+	for _, tk := range again {
+		r.cfg.Logger.Info("thread waited too long for an owner; offering it again", "thread", tk)
+		if err := r.cfg.Drainer.EnqueueDrain(ctx, tk); err != nil {
+			r.cfg.Logger.Error("hand thread on", "thread", tk, "err", err)
+		}
+	}
 	dead, err := r.workers.Dead(ctx, r.cfg.Now())
 	if err != nil {
 		r.cfg.Logger.Warn("sweep", "err", err)

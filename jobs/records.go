@@ -92,7 +92,7 @@ func (r *Records) Create(ctx context.Context, ex *Execution, idemKey, requestHas
 		ik = r.idemKey(ex.Tenant, idemKey)
 	}
 	tk := threadKey(ex.Tenant, ex.ThreadID)
-	keys := []string{ik, r.key(ex.ID), r.tenantIndex(ex.Tenant), r.thread(tk, "q"), r.thread(tk, "own"), r.thread(tk, "ex"), r.workersKey()}
+	keys := []string{ik, r.key(ex.ID), r.tenantIndex(ex.Tenant), r.thread(tk, "q"), r.thread(tk, "own"), r.thread(tk, "ex"), r.workersKey(), r.unownedKey()}
 	res, err := createScript.Run(ctx, r.rdb, keys,
 		idemKey != "", ex.ID, requestHash, string(ex.Status), data,
 		int(r.ttl.Seconds()), int(r.idempotent.Seconds()),

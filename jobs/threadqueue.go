@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,11 +32,14 @@ var (
 	releaseSrc string
 	//go:embed lua/bury.lua
 	burySrc string
+	//go:embed lua/reoffer.lua
+	reofferSrc string
 
 	claimScript   = redis.NewScript(claimSrc)
 	nextScript    = redis.NewScript(nextSrc)
 	releaseScript = redis.NewScript(releaseSrc)
 	buryScript    = redis.NewScript(burySrc)
+	reofferScript = redis.NewScript(reofferSrc)
 )
 
 // Errors of thread ownership.
@@ -52,7 +56,7 @@ func (q *ThreadQueue) wake(worker string) string {
 // Claim makes worker the owner of thread tk. It returns the id of the item a previous
 // owner had in flight ("" if none), or ErrOwned with the live owner's id.
 func (q *ThreadQueue) Claim(ctx context.Context, tk, worker string) (inflight string, err error) {
-	res, err := claimScript.Run(ctx, q.r.rdb, []string{q.k(tk, "own"), q.k(tk, "inflight"), q.r.workersKey()},
+	res, err := claimScript.Run(ctx, q.r.rdb, []string{q.k(tk, "own"), q.k(tk, "inflight"), q.r.workersKey(), q.r.unownedKey()},
 		worker, time.Now().UnixMilli(), q.r.beatTTL.Milliseconds(), tk, q.r.prefix+"owned:").StringSlice()
 	if err != nil {
 		return "", fmt.Errorf("claim thread %s: %w", tk, err)
@@ -82,8 +86,8 @@ func (q *ThreadQueue) Next(ctx context.Context, tk, worker string) (string, erro
 // Release lets go of tk. It reports whether work is left that a new owner must pick
 // up: the caller then enqueues a drain.
 func (q *ThreadQueue) Release(ctx context.Context, tk, worker string) (workLeft bool, err error) {
-	res, err := releaseScript.Run(ctx, q.r.rdb, []string{q.k(tk, "own"), q.k(tk, "q"), q.k(tk, "inflight"), q.r.ownedKey(worker)},
-		worker, tk).Text()
+	res, err := releaseScript.Run(ctx, q.r.rdb, []string{q.k(tk, "own"), q.k(tk, "q"), q.k(tk, "inflight"), q.r.ownedKey(worker), q.r.unownedKey()},
+		worker, tk, time.Now().UnixMilli()).Text()
 	if err != nil {
 		return false, fmt.Errorf("release thread %s: %w", tk, err)
 	}
@@ -93,12 +97,36 @@ func (q *ThreadQueue) Release(ctx context.Context, tk, worker string) (workLeft 
 // Bury frees the threads of a worker whose heartbeat stopped and returns those with
 // work left. Each dead worker is buried once, however many sweepers try.
 func (q *ThreadQueue) Bury(ctx context.Context, worker string) ([]string, error) {
-	orphans, err := buryScript.Run(ctx, q.r.rdb, []string{q.r.workersKey(), q.r.ownedKey(worker), q.r.readyKey()},
+	orphans, err := buryScript.Run(ctx, q.r.rdb, []string{q.r.workersKey(), q.r.ownedKey(worker), q.r.readyKey(), q.r.unownedKey()},
 		worker, time.Now().UnixMilli(), q.r.beatTTL.Milliseconds(), q.r.prefix+"t:").StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("bury worker %s: %w", worker, err)
 	}
 	return orphans, nil
+}
+
+// Unclaimed returns threads that have waited for an owner since before cutoff, each
+// to one caller, which should offer it again with a drain: the drain offered before
+// may have died with a worker.
+func (q *ThreadQueue) Unclaimed(ctx context.Context, cutoff time.Time) ([]string, error) {
+	tks, err := q.r.rdb.ZRangeByScore(ctx, q.r.unownedKey(), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(cutoff.UnixMilli(), 10), Count: 100,
+	}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list unclaimed threads: %w", err)
+	}
+	var again []string
+	for _, tk := range tks {
+		n, err := reofferScript.Run(ctx, q.r.rdb, []string{q.r.unownedKey(), q.k(tk, "own"), q.r.workersKey()},
+			tk, cutoff.UnixMilli(), time.Now().UnixMilli(), q.r.beatTTL.Milliseconds()).Int()
+		if err != nil {
+			return again, fmt.Errorf("offer thread %s again: %w", tk, err)
+		}
+		if n == 1 {
+			again = append(again, tk)
+		}
+	}
+	return again, nil
 }
 
 // Wait blocks until a thread of worker's is woken, or timeout passes ("" then). It

@@ -23,6 +23,7 @@ func (r *Records) Workers() *Workers { return &Workers{r: r} }
 func (r *Records) workersKey() string       { return r.prefix + "workers" }
 func (r *Records) readyKey() string         { return r.prefix + "workers:ready" }
 func (r *Records) ownedKey(w string) string { return r.prefix + "owned:" + w }
+func (r *Records) unownedKey() string       { return r.prefix + "unowned" }
 
 // HeartbeatTTL returns how long a silent worker counts as alive.
 func (w *Workers) HeartbeatTTL() time.Duration { return w.r.beatTTL }

@@ -46,12 +46,15 @@ type stack struct {
 	runtime *sandbox.Docker
 	opt     stackOptions
 	workers []*testWorker
+
+	storageConfig storage.Config
 }
 
 type stackOptions struct {
 	limits          sandbox.Limits
 	shutdownTimeout time.Duration
 	concurrency     int
+	noWorkers       bool // the test starts its own (worker processes)
 }
 
 // testWorker is one in-process worker: an asynq server and a jobs.Runner.
@@ -79,7 +82,8 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 	addr, db := testenv.RedisDB(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db, PoolSize: 64, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
-	store, err := storage.New(testenv.MinIO(t))
+	storageConfig := testenv.MinIO(t)
+	store, err := storage.New(storageConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +95,7 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { docker.Close() })
-	s := &stack{t: t, rdb: rdb, docker: docker, prefix: fmt.Sprintf("citest-%d", db), store: store, opt: opt}
+	s := &stack{t: t, rdb: rdb, docker: docker, prefix: fmt.Sprintf("citest-%d", db), store: store, opt: opt, storageConfig: storageConfig}
 	s.runtime = sandbox.New(docker, sandbox.Config{Image: testenv.Image("sandbox"), Prefix: s.prefix, Grace: time.Second})
 	if err := s.runtime.Ping(context.Background()); err != nil {
 		t.Fatal(err)
@@ -113,7 +117,9 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 	}))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
-	s.addWorker()
+	if !opt.noWorkers {
+		s.addWorker()
+	}
 	t.Cleanup(func() {
 		for _, w := range s.workers {
 			w.stop(5 * time.Second)
@@ -250,7 +256,7 @@ func (s *stack) wait(t *testing.T, id string) execution {
 			return ex
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("execution %s still %s", id, ex.Status)
+			t.Fatalf("execution %s still %s\n%s", id, ex.Status, s.queueState(id))
 		}
 	}
 }
@@ -282,4 +288,20 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 		case <-tick.C:
 		}
 	}
+}
+
+// queueState describes, for a failure message, the thread queue of execution id.
+func (s *stack) queueState(id string) string {
+	ctx := context.Background()
+	ex, err := s.records.Get(ctx, "", id)
+	if err != nil || ex.ThreadID == "" {
+		return fmt.Sprintf("record: %+v %v", ex, err)
+	}
+	k := "ci:t:" + ex.Tenant + "/" + ex.ThreadID + ":"
+	own, _ := s.rdb.HGetAll(ctx, k+"own").Result()
+	q, _ := s.rdb.LRange(ctx, k+"q", 0, -1).Result()
+	inflight, _ := s.rdb.Get(ctx, k+"inflight").Result()
+	workers, _ := s.rdb.ZRangeWithScores(ctx, "ci:workers", 0, -1).Result()
+	return fmt.Sprintf("thread %s: owner %v, queue %v, in flight %q, workers %v (now %d)",
+		ex.ThreadID, own, q, inflight, workers, time.Now().UnixMilli())
 }

@@ -1,6 +1,7 @@
 -- Frees the threads of a worker whose heartbeat stopped. Only one of several
 -- concurrent sweepers gets to do it (the one whose ZREM removes the worker).
--- KEYS: 1 workers zset, 2 the dead worker's owned set, 3 ready-workers zset
+-- KEYS: 1 workers zset, 2 the dead worker's owned set, 3 ready-workers zset,
+--       4 unowned threads zset
 -- ARGV: 1 worker, 2 now_ms, 3 heartbeat_ttl_ms, 4 thread key prefix (P.."t:")
 -- Returns the thread keys that have work left for a new owner.
 local beat = redis.call("ZSCORE", KEYS[1], ARGV[1])
@@ -16,6 +17,7 @@ for _, tk in ipairs(redis.call("SMEMBERS", KEYS[2])) do
     redis.call("DEL", own)
     if redis.call("LLEN", ARGV[4] .. tk .. ":q") > 0 or redis.call("EXISTS", ARGV[4] .. tk .. ":inflight") == 1 then
       table.insert(orphans, tk)
+      redis.call("ZADD", KEYS[4], ARGV[2], tk)
     end
   end
 end
