@@ -111,7 +111,6 @@ func TestHammerThreadsUnderWorkerKills(t *testing.T) {
 		})
 	}
 
-
 	submit.Wait()
 	// Kill workers at random moments while the executions run, replacing each. Every
 	// other kill hits the worker of a running execution, so dying mid-run is exercised.
