@@ -24,9 +24,10 @@ func (r *Runner) start(ctx context.Context, ex *Execution) (bool, error) {
 }
 
 // execute runs the code and records the outcome; once the code may have started,
-// every failure is recorded on the execution. The error it returns says only that
-// the sandbox itself broke, so the caller should not use it again.
-func (r *Runner) execute(ctx context.Context, sb Sandbox, ex *Execution) (sandbox.Outcome, error) {
+// every failure is recorded on the execution. before, if not nil, sees the outcome
+// just before it is recorded (and a waiting client told). The error it returns says
+// only that the sandbox itself broke, so the caller should not use it again.
+func (r *Runner) execute(ctx context.Context, sb Sandbox, ex *Execution, before func(context.Context, sandbox.Outcome)) (sandbox.Outcome, error) {
 	ctx, done := r.track(ctx, ex.ID)
 	defer done()
 	stdout, stderr := newSpool(int64(r.limits().Output), r.cfg.MaxLog), newSpool(int64(r.limits().Output), r.cfg.MaxLog)
@@ -63,6 +64,9 @@ func (r *Runner) execute(ctx context.Context, sb Sandbox, ex *Execution) (sandbo
 	}
 	if err := r.collect(ctx, sb, ex, out.Outputs, stdout, stderr); err != nil {
 		status, failure = Failed, sandboxError(err)
+	}
+	if before != nil {
+		before(ctx, out)
 	}
 	_ = r.finish(ctx, ex, status, failure)
 	return out, nil

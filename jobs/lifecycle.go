@@ -34,6 +34,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	})
 	r.bg.Go(func() { r.heartbeatLoop(bgCtx) })
 	r.bg.Go(func() { r.wakeLoop(bgCtx) })
+	r.bg.Go(func() { r.offerLoop(bgCtx) })
 	return nil
 }
 
@@ -77,17 +78,10 @@ func (r *Runner) shuttingDown() bool {
 	}
 }
 
-// letGo releases a thread and, if it still has work, asks another worker to take it.
+// letGo releases a thread; if it still has work, it is offered to other workers.
 func (r *Runner) letGo(ctx context.Context, tk string) {
-	workLeft, err := r.threads.Release(ctx, tk, r.cfg.Worker)
-	if err != nil {
+	if _, err := r.threads.Release(ctx, tk, r.cfg.Worker); err != nil {
 		r.cfg.Logger.Error("release thread", "thread", tk, "err", err)
-		return
-	}
-	if workLeft {
-		if err := r.cfg.Drainer.EnqueueDrain(ctx, tk); err != nil {
-			r.cfg.Logger.Error("hand thread on", "thread", tk, "err", err)
-		}
 	}
 }
 
@@ -117,15 +111,12 @@ func (r *Runner) beat(ctx context.Context) {
 // sweep buries workers whose heartbeat stopped and hands their threads on, and offers
 // again threads that waited too long for an owner.
 func (r *Runner) sweep(ctx context.Context) {
-	again, err := r.threads.Unclaimed(ctx, r.cfg.Now().Add(-2*r.cfg.Records.beatTTL))
+	again, err := r.threads.Reoffer(ctx, r.cfg.Now().Add(-2*r.cfg.Records.beatTTL))
 	if err != nil {
 		r.cfg.Logger.Warn("sweep", "err", err)
 	}
-	for _, tk := range again {
-		r.cfg.Logger.Info("thread waited too long for an owner; offering it again", "thread", tk)
-		if err := r.cfg.Drainer.EnqueueDrain(ctx, tk); err != nil {
-			r.cfg.Logger.Error("hand thread on", "thread", tk, "err", err)
-		}
+	if len(again) > 0 {
+		r.cfg.Logger.Info("threads waited too long for an owner; offered again", "threads", again)
 	}
 	dead, err := r.workers.Dead(ctx, r.cfg.Now())
 	if err != nil {
@@ -139,11 +130,6 @@ func (r *Runner) sweep(ctx context.Context) {
 			continue
 		}
 		r.cfg.Logger.Info("worker stopped beating; its threads go to others", "dead", w, "threads_with_work", len(orphans))
-		for _, tk := range orphans {
-			if err := r.cfg.Drainer.EnqueueDrain(ctx, tk); err != nil {
-				r.cfg.Logger.Error("hand thread on", "thread", tk, "err", err)
-			}
-		}
 	}
 }
 
@@ -166,4 +152,48 @@ func (r *Runner) wakeLoop(ctx context.Context) {
 			r.serve(tk, "")
 		}
 	}
+}
+
+// offerLoop takes threads offered to all workers while this one has a free slot,
+// claims them and serves them.
+func (r *Runner) offerLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		if !r.waitForSlot(ctx) {
+			return
+		}
+		tk, err := r.threads.TakeOffer(ctx, r.cfg.Linger)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.cfg.Logger.Warn("wait for offered threads", "err", err)
+				r.pause(ctx, time.Second)
+			}
+			continue
+		}
+		if tk == "" {
+			continue
+		}
+		// A worker that dies between taking and claiming loses the offer; the
+		// sweep offers the thread again.
+		inflight, err := r.threads.Claim(ctx, tk, r.cfg.Worker)
+		switch {
+		case errors.Is(err, ErrOwned):
+			_ = r.threads.Wake(ctx, inflight, tk) // a live owner serves it: nudge it
+		case err != nil:
+			r.cfg.Logger.Warn("claim thread", "thread", tk, "err", err)
+		default:
+			r.serve(tk, inflight)
+		}
+	}
+}
+
+// waitForSlot blocks until fewer than Concurrency thread executions run here.
+func (r *Runner) waitForSlot(ctx context.Context) bool {
+	for len(r.sem) == cap(r.sem) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-r.freed:
+		}
+	}
+	return true
 }

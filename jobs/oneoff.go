@@ -74,6 +74,6 @@ func (r *Runner) run(ctx context.Context, ex *Execution) (err error) {
 		return err
 	}
 	// From here on the code may run: no error may reach asynq, or it would run twice.
-	_, _ = r.execute(ctx, sb, ex)
+	_, _ = r.execute(ctx, sb, ex, nil)
 	return nil
 }

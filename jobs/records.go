@@ -74,8 +74,10 @@ var createScript = redis.NewScript(createSrc)
 // Created is the outcome of [Records.Create].
 type Created struct {
 	ID      string
-	Created bool   // false: the idempotency key named an earlier record, ID
-	Owner   string // for a thread: the worker holding it, already woken; "" if none
+	Created bool // false: the idempotency key named an earlier record, ID
+	// Owner is, for a thread, the live worker serving it, which has been woken; when
+	// "" the thread was offered to every worker.
+	Owner string
 }
 
 // Create stores a new queued record and, for a thread, appends it to the thread's
@@ -92,7 +94,7 @@ func (r *Records) Create(ctx context.Context, ex *Execution, idemKey, requestHas
 		ik = r.idemKey(ex.Tenant, idemKey)
 	}
 	tk := threadKey(ex.Tenant, ex.ThreadID)
-	keys := []string{ik, r.key(ex.ID), r.tenantIndex(ex.Tenant), r.thread(tk, "q"), r.thread(tk, "own"), r.thread(tk, "ex"), r.workersKey(), r.unownedKey()}
+	keys := []string{ik, r.key(ex.ID), r.tenantIndex(ex.Tenant), r.thread(tk, "q"), r.thread(tk, "own"), r.thread(tk, "ex"), r.workersKey(), r.unownedKey(), r.offersKey()}
 	res, err := createScript.Run(ctx, r.rdb, keys,
 		idemKey != "", ex.ID, requestHash, string(ex.Status), data,
 		int(r.ttl.Seconds()), int(r.idempotent.Seconds()),

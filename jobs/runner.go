@@ -28,16 +28,10 @@ type Artifacts interface {
 	Open(ctx context.Context, key string) (io.ReadCloser, storage.Object, error)
 }
 
-// Drainer enqueues a drain of a thread, for any worker to claim; *Enqueuer provides it.
-type Drainer interface {
-	EnqueueDrain(ctx context.Context, tk string) error
-}
-
 // RunnerConfig configures a [Runner].
 type RunnerConfig struct {
 	Records   *Records
 	Artifacts Artifacts
-	Drainer   Drainer
 	// NewSandbox creates a sandbox; FindSandbox adopts a thread's existing one, or
 	// returns nil, nil.
 	NewSandbox  func(ctx context.Context, spec sandbox.Spec) (Sandbox, error)
@@ -50,15 +44,17 @@ type RunnerConfig struct {
 	MaxLog      int64  // bytes of a full stdout/stderr kept as an artifact; default 64 MiB
 	// Beat is the heartbeat interval; default a third of the records' heartbeat TTL.
 	Beat time.Duration
-	// Linger is how long a wake-up wait blocks before it is renewed; default 30 s.
+	// Linger is how long a blocking wait (for wake-ups and offers) lasts before it is
+	// renewed; default 30 s.
 	Linger time.Duration
 	Logger *slog.Logger
 	Now    func() time.Time
 }
 
 // Runner runs executions on a worker: one-off ones as asynq tasks ([TypeRun]), and
-// the threads this worker owns, each in its warm sandbox ([TypeDrain] claims a
-// thread; after that, wake-ups reach the owner directly, without asynq's polling).
+// the threads this worker owns, each in its warm sandbox. A worker with a free slot
+// takes threads offered to all, and the API wakes a thread's owner directly; both
+// waits block in Redis, so neither polls.
 type Runner struct {
 	cfg     RunnerConfig
 	threads *ThreadQueue
@@ -68,6 +64,7 @@ type Runner struct {
 	owned   map[string]*thread      // threads this worker serves, by thread key
 	running map[string]*runningRun  // executions running here, by id, for cancel
 	sem     chan struct{}           // bounds concurrent thread executions
+	freed   chan struct{}           // signaled when a slot of sem frees
 	runCtx  context.Context         // parent of thread runners; canceled at shutdown
 	stopRun context.CancelCauseFunc //
 	bg      sync.WaitGroup          // background loops
@@ -92,7 +89,7 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	return &Runner{
 		cfg: cfg, threads: cfg.Records.Threads(), workers: cfg.Records.Workers(),
 		owned: map[string]*thread{}, running: map[string]*runningRun{},
-		sem: make(chan struct{}, cfg.Concurrency), stopped: make(chan struct{}),
+		sem: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
 }
 

@@ -12,16 +12,12 @@ import (
 
 // Task types. They are part of the stored contract: never rename one.
 const (
-	TypeRun   = "execution:run" // run a one-off execution
-	TypeDrain = "thread:drain"  // claim a thread that has work and no live owner
+	TypeRun = "execution:run" // run a one-off execution
 )
 
-// Queues. A thread's warm path does not use them: the API wakes the thread's owner
-// directly. They carry one-off executions and threads looking for an owner.
-const (
-	QueueExecutions = "executions"
-	QueueThreads    = "threads"
-)
+// QueueExecutions is the asynq queue of one-off executions. Threads do not use asynq:
+// see [ThreadQueue].
+const QueueExecutions = "executions"
 
 // MaxRetry bounds how often a run whose sandbox could not be prepared is retried
 // before it is failed with a SandboxError.
@@ -56,22 +52,6 @@ func (e *Enqueuer) Enqueue(ctx context.Context, ex *Execution) error {
 	}
 	if err != nil {
 		return fmt.Errorf("enqueue execution %s: %w", ex.ID, err)
-	}
-	return nil
-}
-
-type drainPayload struct {
-	Thread string `json:"thread"` // thread key
-}
-
-// EnqueueDrain asks any worker to claim thread tk and run what it has queued.
-// Duplicates are harmless: a drain for a thread someone owns wakes the owner.
-func (e *Enqueuer) EnqueueDrain(ctx context.Context, tk string) error {
-	payload, _ := json.Marshal(drainPayload{Thread: tk})
-	_, err := e.cli.EnqueueContext(ctx, asynq.NewTask(TypeDrain, payload),
-		asynq.Queue(QueueThreads), asynq.MaxRetry(MaxRetry), asynq.Timeout(time.Minute))
-	if err != nil {
-		return fmt.Errorf("enqueue drain of thread %s: %w", tk, err)
 	}
 	return nil
 }

@@ -83,10 +83,9 @@ func (q *ThreadQueue) Next(ctx context.Context, tk, worker string) (string, erro
 	return "", nil
 }
 
-// Release lets go of tk. It reports whether work is left that a new owner must pick
-// up: the caller then enqueues a drain.
+// Release lets go of tk. If work is left, the thread is offered to other workers.
 func (q *ThreadQueue) Release(ctx context.Context, tk, worker string) (workLeft bool, err error) {
-	res, err := releaseScript.Run(ctx, q.r.rdb, []string{q.k(tk, "own"), q.k(tk, "q"), q.k(tk, "inflight"), q.r.ownedKey(worker), q.r.unownedKey()},
+	res, err := releaseScript.Run(ctx, q.r.rdb, []string{q.k(tk, "own"), q.k(tk, "q"), q.k(tk, "inflight"), q.r.ownedKey(worker), q.r.unownedKey(), q.r.offersKey()},
 		worker, tk, time.Now().UnixMilli()).Text()
 	if err != nil {
 		return false, fmt.Errorf("release thread %s: %w", tk, err)
@@ -94,10 +93,11 @@ func (q *ThreadQueue) Release(ctx context.Context, tk, worker string) (workLeft 
 	return res == "released_work", nil
 }
 
-// Bury frees the threads of a worker whose heartbeat stopped and returns those with
-// work left. Each dead worker is buried once, however many sweepers try.
+// Bury frees the threads of a worker whose heartbeat stopped, offers those with work
+// left to other workers and returns them. Each dead worker is buried once, however
+// many sweepers try.
 func (q *ThreadQueue) Bury(ctx context.Context, worker string) ([]string, error) {
-	orphans, err := buryScript.Run(ctx, q.r.rdb, []string{q.r.workersKey(), q.r.ownedKey(worker), q.r.readyKey(), q.r.unownedKey()},
+	orphans, err := buryScript.Run(ctx, q.r.rdb, []string{q.r.workersKey(), q.r.ownedKey(worker), q.r.readyKey(), q.r.unownedKey(), q.r.offersKey()},
 		worker, time.Now().UnixMilli(), q.r.beatTTL.Milliseconds(), q.r.prefix+"t:").StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("bury worker %s: %w", worker, err)
@@ -105,10 +105,9 @@ func (q *ThreadQueue) Bury(ctx context.Context, worker string) ([]string, error)
 	return orphans, nil
 }
 
-// Unclaimed returns threads that have waited for an owner since before cutoff, each
-// to one caller, which should offer it again with a drain: the drain offered before
-// may have died with a worker.
-func (q *ThreadQueue) Unclaimed(ctx context.Context, cutoff time.Time) ([]string, error) {
+// Reoffer offers again the threads that have waited for an owner since before
+// cutoff (the worker that took the offer may have died) and returns them.
+func (q *ThreadQueue) Reoffer(ctx context.Context, cutoff time.Time) ([]string, error) {
 	tks, err := q.r.rdb.ZRangeByScore(ctx, q.r.unownedKey(), &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(cutoff.UnixMilli(), 10), Count: 100,
 	}).Result()
@@ -117,7 +116,7 @@ func (q *ThreadQueue) Unclaimed(ctx context.Context, cutoff time.Time) ([]string
 	}
 	var again []string
 	for _, tk := range tks {
-		n, err := reofferScript.Run(ctx, q.r.rdb, []string{q.r.unownedKey(), q.k(tk, "own"), q.r.workersKey()},
+		n, err := reofferScript.Run(ctx, q.r.rdb, []string{q.r.unownedKey(), q.k(tk, "own"), q.r.workersKey(), q.r.offersKey()},
 			tk, cutoff.UnixMilli(), time.Now().UnixMilli(), q.r.beatTTL.Milliseconds()).Int()
 		if err != nil {
 			return again, fmt.Errorf("offer thread %s again: %w", tk, err)
@@ -129,10 +128,20 @@ func (q *ThreadQueue) Unclaimed(ctx context.Context, cutoff time.Time) ([]string
 	return again, nil
 }
 
+// TakeOffer blocks until a thread is offered, or timeout passes ("" then). The
+// worker that takes an offer should Claim the thread.
+func (q *ThreadQueue) TakeOffer(ctx context.Context, timeout time.Duration) (string, error) {
+	return q.blpop(ctx, q.r.offersKey(), timeout)
+}
+
 // Wait blocks until a thread of worker's is woken, or timeout passes ("" then). It
 // holds one Redis connection while it blocks, and costs Redis nothing.
 func (q *ThreadQueue) Wait(ctx context.Context, worker string, timeout time.Duration) (string, error) {
-	res, err := q.r.rdb.BLPop(ctx, timeout, q.wake(worker)).Result()
+	return q.blpop(ctx, q.wake(worker), timeout)
+}
+
+func (q *ThreadQueue) blpop(ctx context.Context, key string, timeout time.Duration) (string, error) {
+	res, err := q.r.rdb.BLPop(ctx, timeout, key).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}

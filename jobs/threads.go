@@ -23,6 +23,7 @@ func (r *Runner) serve(tk, inflight string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.shuttingDown() {
+		go r.letGo(context.Background(), tk) // claimed just as the worker stops: hand it on
 		return
 	}
 	th := r.owned[tk]
@@ -108,6 +109,14 @@ func (r *Runner) pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+func (r *Runner) releaseSlot() {
+	<-r.sem
+	select {
+	case r.freed <- struct{}{}:
+	default:
+	}
+}
+
 // recoverInflight settles the item a dead owner had in flight: if its code may have
 // started, it failed; if not, it runs now, still first in line.
 func (r *Runner) recoverInflight(ctx context.Context, th *thread, id string) {
@@ -140,7 +149,7 @@ func (r *Runner) runItem(ctx context.Context, th *thread, id string) {
 	}
 	select {
 	case r.sem <- struct{}{}:
-		defer func() { <-r.sem }()
+		defer r.releaseSlot()
 	case <-ctx.Done():
 		return
 	}
@@ -169,15 +178,17 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *Executi
 		_ = r.finish(ctx, ex, Failed, sandboxError(err))
 		return
 	}
-	out, err := r.execute(ctx, sb, ex)
+	_, err = r.execute(ctx, sb, ex, func(ctx context.Context, out sandbox.Outcome) {
+		if out.Workspace != nil { // nil when the kernel died without a listing
+			r.saveThreadState(ctx, th, out.Workspace)
+		}
+	})
 	if err != nil {
 		// The sandbox itself broke (its container is gone): the next item gets a new one.
 		r.mu.Lock()
 		th.sb = nil
 		r.mu.Unlock()
-		return
 	}
-	r.saveThreadState(ctx, th, out.Workspace)
 }
 
 // threadSandbox returns the thread's warm sandbox, adopting or creating one if needed.

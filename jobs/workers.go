@@ -24,6 +24,7 @@ func (r *Records) workersKey() string       { return r.prefix + "workers" }
 func (r *Records) readyKey() string         { return r.prefix + "workers:ready" }
 func (r *Records) ownedKey(w string) string { return r.prefix + "owned:" + w }
 func (r *Records) unownedKey() string       { return r.prefix + "unowned" }
+func (r *Records) offersKey() string        { return r.prefix + "offers" }
 
 // HeartbeatTTL returns how long a silent worker counts as alive.
 func (w *Workers) HeartbeatTTL() time.Duration { return w.r.beatTTL }

@@ -33,6 +33,9 @@ func run(c *client, t *table, image string, n int) error {
 	if err := oneOff(c, t, n); err != nil {
 		return err
 	}
+	if err := threads(c, t, n); err != nil {
+		return err
+	}
 	if err := baselines(t, image, n); err != nil {
 		return err
 	}

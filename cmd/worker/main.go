@@ -58,10 +58,8 @@ func run() error {
 		return err
 	}
 
-	queue := asynq.NewClientFromRedisClient(rdb)
-	defer queue.Close()
 	runner := jobs.NewRunner(jobs.RunnerConfig{
-		Records: jobs.NewRecords(rdb, cfg.Records()), Artifacts: store, Drainer: jobs.NewEnqueuer(queue),
+		Records: jobs.NewRecords(rdb, cfg.Records()), Artifacts: store,
 		NewSandbox:  worker.NewSandbox(runtime),
 		FindSandbox: worker.FindSandbox(runtime),
 		Ping:        runtime.Ping,
@@ -69,7 +67,7 @@ func run() error {
 	})
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:       cfg.Concurrency,
-		Queues:            map[string]int{jobs.QueueExecutions: 1, jobs.QueueThreads: 1},
+		Queues:            map[string]int{jobs.QueueExecutions: 1},
 		TaskCheckInterval: cfg.TaskCheckInterval,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		RetryDelayFunc:    jobs.RetryDelay,
@@ -77,7 +75,6 @@ func run() error {
 	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeRun, runner.ProcessOneOff)
-	mux.HandleFunc(jobs.TypeDrain, runner.ProcessDrain)
 
 	if err := runner.Start(ctx); err != nil {
 		return err

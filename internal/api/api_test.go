@@ -41,15 +41,6 @@ func (q *fakeQueue) Enqueue(_ context.Context, ex *jobs.Execution) error {
 	return nil
 }
 
-func (q *fakeQueue) EnqueueDrain(_ context.Context, tk string) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.err != nil {
-		return q.err
-	}
-	q.ids = append(q.ids, "drain:"+tk)
-	return nil
-}
 
 type bundle struct {
 	srv     *httptest.Server

@@ -69,7 +69,7 @@ func (s *Server) createExecution(c echo.Context) error {
 	case !created.Created:
 		return s.replay(c, tenant, created.ID, true)
 	}
-	if err := s.dispatch(ctx, ex, created.Owner); err != nil {
+	if err := s.dispatch(ctx, ex); err != nil {
 		// Take it back, so the client's retry, with the same key, starts afresh.
 		s.withdraw(ctx, ex, idemKey)
 		return unavailable("could not queue the execution: %v", err)
@@ -77,17 +77,13 @@ func (s *Server) createExecution(c echo.Context) error {
 	return s.respondCreated(c, ex)
 }
 
-// dispatch gets a new record to a worker. A thread's live owner was already woken by
-// Create; otherwise a one-off execution is queued, or the thread is offered to any
-// worker.
-func (s *Server) dispatch(ctx context.Context, ex *jobs.Execution, owner string) error {
-	switch {
-	case ex.ThreadID == "":
-		return s.cfg.Queue.Enqueue(ctx, ex)
-	case owner == "":
-		return s.cfg.Queue.EnqueueDrain(ctx, jobs.ThreadKey(ex.Tenant, ex.ThreadID))
+// dispatch gets a new record to a worker. A thread's item needs nothing more: Create
+// woke its owner or offered the thread to every worker. A one-off goes on the queue.
+func (s *Server) dispatch(ctx context.Context, ex *jobs.Execution) error {
+	if ex.ThreadID != "" {
+		return nil
 	}
-	return nil
+	return s.cfg.Queue.Enqueue(ctx, ex)
 }
 
 // withdraw undoes a Create whose dispatch failed: a one-off record is deleted; a

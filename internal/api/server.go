@@ -31,7 +31,6 @@ type Storage interface {
 // Queue is what the API needs of the task queue; *jobs.Enqueuer provides it.
 type Queue interface {
 	Enqueue(ctx context.Context, ex *jobs.Execution) error
-	EnqueueDrain(ctx context.Context, tk string) error
 }
 
 // Check is one dependency /readyz probes.

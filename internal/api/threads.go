@@ -186,15 +186,8 @@ func (s *Server) runOp(c echo.Context, op *jobs.Execution) (*jobs.Execution, err
 }
 
 func (s *Server) submitOp(ctx context.Context, op *jobs.Execution) error {
-	created, err := s.cfg.Records.Create(ctx, op, "", "")
-	if err != nil {
-		return err
-	}
-	if err := s.dispatch(ctx, op, created.Owner); err != nil {
-		s.withdraw(ctx, op, "")
-		return unavailable("could not queue the operation: %v", err)
-	}
-	return nil
+	_, err := s.cfg.Records.Create(ctx, op, "", "")
+	return err
 }
 
 func opProblem(op *jobs.Execution) string {

@@ -132,10 +132,8 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 func (s *stack) addWorker() *testWorker {
 	t := s.t
 	id := fmt.Sprintf("%s-w%d", s.prefix, len(s.workers))
-	queue := asynq.NewClientFromRedisClient(s.rdb)
-	t.Cleanup(func() { queue.Close() })
 	runner := jobs.NewRunner(jobs.RunnerConfig{
-		Records: s.records, Artifacts: s.store, Drainer: jobs.NewEnqueuer(queue),
+		Records: s.records, Artifacts: s.store,
 		NewSandbox: worker.NewSandbox(s.runtime), FindSandbox: worker.FindSandbox(s.runtime), Ping: s.runtime.Ping,
 		Limits: s.opt.limits, Worker: id, Concurrency: cmp.Or(s.opt.concurrency, 4), Logger: discardLogger,
 		Linger: time.Second,
@@ -144,13 +142,12 @@ func (s *stack) addWorker() *testWorker {
 		t.Fatal(err)
 	}
 	srv := asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
-		Concurrency: 4, Queues: map[string]int{jobs.QueueExecutions: 1, jobs.QueueThreads: 1},
+		Concurrency: 4, Queues: map[string]int{jobs.QueueExecutions: 1},
 		TaskCheckInterval: 20 * time.Millisecond, ShutdownTimeout: s.opt.shutdownTimeout,
 		RetryDelayFunc: jobs.RetryDelay, Logger: worker.AsynqLogger{L: discardLogger},
 	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeRun, runner.ProcessOneOff)
-	mux.HandleFunc(jobs.TypeDrain, runner.ProcessDrain)
 	if err := srv.Start(mux); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 -- ARGV: 1 use_idem, 2 id, 3 request_hash, 4 status, 5 json, 6 record_ttl, 7 idem_ttl,
 --       8 created_ms, 9 in_thread, 10 thread key, 11 wake key prefix,
 --       12 now_ms, 13 heartbeat_ttl_ms
--- KEYS 7: workers zset, 8: unowned threads zset
+-- KEYS 7: workers zset, 8: unowned threads zset, 9: offers list
 -- Returns {"created"|"exists", id, hash, owner}: owner is the live worker holding the
 -- thread, which has been woken, or "" when the thread needs a new owner.
 if ARGV[1] == "1" then
@@ -30,7 +30,9 @@ if ARGV[9] == "1" then
   if not beat or tonumber(beat) < tonumber(ARGV[12]) - tonumber(ARGV[13]) then
     owner = ""
     -- Offered to any worker; the sweep offers it again if nobody claims it.
-    redis.call("ZADD", KEYS[8], ARGV[12], ARGV[10])
+    if redis.call("ZADD", KEYS[8], "NX", ARGV[12], ARGV[10]) == 1 then
+      redis.call("RPUSH", KEYS[9], ARGV[10])
+    end
   else
     -- The wake key is built here, so this script needs a single (non-cluster) Redis.
     redis.call("RPUSH", ARGV[11] .. owner, ARGV[10])
