@@ -51,7 +51,7 @@ type Config struct {
 	WorkerID          string        `env:"WORKER_ID"`
 	HeartbeatTTL      time.Duration `env:"HEARTBEAT_TTL" envDefault:"15s"`
 	Concurrency       int           `env:"WORKER_CONCURRENCY" envDefault:"4"`
-	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"1s"`
+	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"250ms"`
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"60s"`
 	MetricsAddr       string        `env:"METRICS_ADDR" envDefault:":9091"`
 
