@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
 )
 
 // Labels every sandbox carries. Docker is the source of truth for which sandboxes
@@ -24,8 +26,23 @@ const (
 	LabelOwner   = "codeinterp.owner" // the worker that created it
 )
 
-// ErrImageMissing means the sandbox image is not present on the Docker host.
-var ErrImageMissing = errors.New("sandbox image missing")
+// Errors of sandbox creation.
+var (
+	ErrImageMissing = errors.New("sandbox image missing")
+	// ErrExists means the thread already has a sandbox on this engine: adopt it with
+	// Find instead.
+	ErrExists = errors.New("the thread already has a sandbox")
+)
+
+// LabelPool marks a blank sandbox of a warm pool, not yet given to a thread.
+const LabelPool = "codeinterp.pool"
+
+// threadName is the container name of a thread's sandbox: one per thread and engine,
+// derived from the exact tenant and thread so that finding it re-checks both.
+func threadName(prefix, tenant, thread string) string {
+	sum := sha256.Sum256([]byte(tenant + "\x00" + thread))
+	return prefix + "-t-" + hex.EncodeToString(sum[:16])
+}
 
 // Docker creates sandboxes on one Docker engine.
 type Docker struct {
@@ -47,6 +64,8 @@ type Spec struct {
 	// Preload imports numpy, pandas and matplotlib when the kernel starts: slower to
 	// create, faster to run. Worth it for sandboxes that serve many runs.
 	Preload bool
+
+	pool bool // a blank sandbox for a warm pool (CreateBlank)
 }
 
 // Sandbox is one running container with its kernel. Its methods are safe for
@@ -65,6 +84,7 @@ type Sandbox struct {
 	// restartPending makes the next run report KernelRestarted: the sandbox was
 	// adopted with a fresh kernel.
 	restartPending bool
+	paused         bool
 }
 
 // ID returns the container id.
@@ -90,11 +110,17 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 	defer cancel()
 	limits := spec.Limits.WithDefaults()
 	name := d.cfg.Prefix + "-" + randomHex(8)
+	if spec.Thread != "" {
+		name = threadName(d.cfg.Prefix, spec.Tenant, spec.Thread)
+	}
 	labels := map[string]string{
 		LabelInstall: d.cfg.Prefix,
 		LabelTenant:  spec.Tenant,
 		LabelThread:  spec.Thread,
 		LabelOwner:   spec.Owner,
+	}
+	if spec.pool {
+		labels[LabelPool] = "1"
 	}
 
 	var undo []func(context.Context)
@@ -109,7 +135,7 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 	}()
 
 	vol, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{
-		Name: name, Driver: "local", DriverOpts: volumeOptions(limits), Labels: labels,
+		Name: d.cfg.Prefix + "-ws-" + randomHex(8), Driver: "local", DriverOpts: volumeOptions(limits), Labels: labels,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create workspace volume: %w", err)
@@ -125,8 +151,11 @@ func (d *Docker) Create(ctx context.Context, spec Spec) (_ *Sandbox, err error) 
 		NetworkDisabled: true,
 	}, hostConfig(limits, vol.Name), nil, nil, name)
 	if err != nil {
-		if client.IsErrNotFound(err) {
+		switch {
+		case client.IsErrNotFound(err):
 			return nil, fmt.Errorf("%w: %s: %v", ErrImageMissing, d.cfg.Image, err)
+		case errdefs.IsConflict(err):
+			return nil, fmt.Errorf("%w: %s", ErrExists, name)
 		}
 		return nil, fmt.Errorf("create sandbox container: %w", err)
 	}

@@ -171,6 +171,9 @@ type readCloser struct {
 func (s *Sandbox) Files(ctx context.Context) ([]FileInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, err := s.resumeLocked(ctx); err != nil {
+		return nil, err
+	}
 	if s.kernel == nil {
 		k, err := s.d.startKernel(ctx, s.id, s.spec.Preload)
 		if err != nil {

@@ -5,58 +5,77 @@ import (
 	"fmt"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
 )
 
-// Find adopts the running sandbox of spec's tenant and thread, if there is one: a
-// sandbox whose kernel belonged to another process (a worker that died or let go of
-// the thread). Whatever that kernel left running is killed and a fresh kernel started,
-// so the workspace survives and the first run reports KernelRestarted. It returns
-// nil, nil when the thread has no sandbox. Stopped sandboxes it finds are removed:
-// their workspace died with them.
+// Find adopts the sandbox of spec's tenant and thread on this engine, if there is
+// one: a sandbox whose kernel belonged to another process (a worker that died or let
+// go of the thread). Whatever that kernel left running is killed and a fresh kernel
+// started, so the workspace survives and the first run reports KernelRestarted. A
+// paused sandbox is resumed. It returns nil, nil when the thread has no sandbox here;
+// a stopped one is removed, since its workspace died with it.
+//
+// The sandbox is looked up by its name, which is derived from the exact tenant and
+// thread, and its labels are checked again, so a loose match can never hand one
+// tenant's sandbox to another.
 func (d *Docker) Find(ctx context.Context, spec Spec) (*Sandbox, error) {
-	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
-		filters.Arg("label", LabelInstall+"="+d.cfg.Prefix),
-		filters.Arg("label", LabelTenant+"="+spec.Tenant),
-		filters.Arg("label", LabelThread+"="+spec.Thread),
-	)})
-	if err != nil {
-		return nil, fmt.Errorf("list sandboxes of thread %s: %w", spec.Thread, err)
-	}
-	var found *Sandbox
-	for _, c := range list {
-		info, err := d.cli.ContainerInspect(ctx, c.ID)
-		if err != nil {
-			continue // removed meanwhile
-		}
-		// Re-check the labels exactly: a loose filter must never hand one tenant's
-		// sandbox to another.
-		l := info.Config.Labels
-		if l[LabelInstall] != d.cfg.Prefix || l[LabelTenant] != spec.Tenant || l[LabelThread] != spec.Thread {
-			continue
-		}
-		s := &Sandbox{d: d, id: info.ID, name: trimSlash(info.Name), volume: workspaceVolume(info.Mounts), spec: spec, limits: spec.Limits.WithDefaults()}
-		if found != nil || !info.State.Running {
-			_ = s.Remove(ctx)
-			continue
-		}
-		if info.State.Paused {
-			if err := d.cli.ContainerUnpause(ctx, info.ID); err != nil {
-				return nil, fmt.Errorf("unpause sandbox %s: %w", s.name, err)
-			}
-		}
-		found = s
-	}
-	if found == nil {
+	name := threadName(d.cfg.Prefix, spec.Tenant, spec.Thread)
+	info, err := d.cli.ContainerInspect(ctx, name)
+	if client.IsErrNotFound(err) {
 		return nil, nil
 	}
-	found.resetKernel(ctx, nil)
-	if found.kernel, err = d.startKernel(ctx, found.id, spec.Preload); err != nil {
-		return nil, fmt.Errorf("start kernel in adopted sandbox %s: %w", found.name, err)
+	if err != nil {
+		return nil, fmt.Errorf("inspect sandbox of thread %s: %w", spec.Thread, err)
 	}
-	found.restartPending = true
-	return found, nil
+	l := info.Config.Labels
+	pooled := l[LabelPool] == "1" && l[LabelTenant] == "" && l[LabelThread] == ""
+	if trimSlash(info.Name) != name || l[LabelInstall] != d.cfg.Prefix ||
+		(!pooled && (l[LabelTenant] != spec.Tenant || l[LabelThread] != spec.Thread)) {
+		return nil, fmt.Errorf("container %s does not belong to thread %s of %s: refusing it", name, spec.Thread, spec.Tenant)
+	}
+	s := &Sandbox{d: d, id: info.ID, name: name, volume: workspaceVolume(info.Mounts), spec: spec, limits: spec.Limits.WithDefaults()}
+	if !info.State.Running {
+		if err := s.Remove(ctx); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	if info.State.Paused {
+		s.paused = true
+		if _, err := s.Resume(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s.resetKernel(ctx, nil)
+	if s.kernel, err = d.startKernel(ctx, s.id, spec.Preload); err != nil {
+		return nil, fmt.Errorf("start kernel in adopted sandbox %s: %w", name, err)
+	}
+	s.restartPending = true
+	return s, nil
+}
+
+// CreateBlank starts a sandbox that belongs to no thread yet, for a warm pool: its
+// kernel is up with the libraries imported. Give it to a thread with Assign.
+func (d *Docker) CreateBlank(ctx context.Context, owner string, limits Limits) (*Sandbox, error) {
+	return d.Create(ctx, Spec{Owner: owner, Limits: limits, Preload: true, pool: true})
+}
+
+// Assign gives a blank sandbox to a thread: it takes the thread's name, so Find finds
+// it from then on. It fails with ErrExists if the thread already has a sandbox.
+func (s *Sandbox) Assign(ctx context.Context, tenant, thread string) error {
+	name := threadName(s.d.cfg.Prefix, tenant, thread)
+	if err := s.d.cli.ContainerRename(ctx, s.id, name); err != nil {
+		if errdefs.IsConflict(err) {
+			return fmt.Errorf("%w: %s", ErrExists, name)
+		}
+		return fmt.Errorf("assign sandbox %s to thread %s: %w", s.name, thread, err)
+	}
+	s.mu.Lock()
+	s.name, s.spec.Tenant, s.spec.Thread = name, tenant, thread
+	s.mu.Unlock()
+	return nil
 }
 
 func workspaceVolume(mounts []container.MountPoint) string {

@@ -87,6 +87,9 @@ type Outcome struct {
 func (s *Sandbox) Run(ctx context.Context, req Request, onEvent func(Event)) (Outcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, err := s.resumeLocked(ctx); err != nil {
+		return Outcome{}, err
+	}
 	restarted := s.restartPending
 	s.restartPending = false
 	if s.kernel == nil {

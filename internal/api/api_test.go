@@ -41,7 +41,6 @@ func (q *fakeQueue) Enqueue(_ context.Context, ex *jobs.Execution) error {
 	return nil
 }
 
-
 type bundle struct {
 	srv     *httptest.Server
 	records *jobs.Records

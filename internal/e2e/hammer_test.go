@@ -83,8 +83,9 @@ func buildWorker(t *testing.T) string {
 // SIGKILLed at random moments. From the logs the sandboxes themselves wrote, every
 // thread's executions started in the order accepted, never overlapped, none was lost,
 // and none ran twice; the ones a dead worker had in flight say so.
+//
+// It is not parallel: it loads the machine on its own, before the parallel tests run.
 func TestHammerThreadsUnderWorkerKills(t *testing.T) {
-	t.Parallel()
 	const threads, each, workers, maxKills = 20, 20, 3, 6
 	s := newStack(t, stackOptions{noWorkers: true})
 	bin := buildWorker(t)

@@ -96,7 +96,7 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 	}
 	t.Cleanup(func() { docker.Close() })
 	s := &stack{t: t, rdb: rdb, docker: docker, prefix: fmt.Sprintf("citest-%d", db), store: store, opt: opt, storageConfig: storageConfig}
-	s.runtime = sandbox.New(docker, sandbox.Config{Image: testenv.Image("sandbox"), Prefix: s.prefix, Grace: time.Second})
+	s.runtime = sandbox.New(docker, sandbox.Config{Image: testenv.Image("sandbox"), Prefix: s.prefix, Grace: 3 * time.Second})
 	if err := s.runtime.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
