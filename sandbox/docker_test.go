@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -90,5 +91,44 @@ func TestDockerFindAdopts(t *testing.T) {
 	}
 	if out, _ = adopted.Run(ctx, sandbox.Request{ID: "3", Code: "print(1)"}, nil); out.KernelRestarted {
 		t.Fatal("only the first run after adoption reports a restart")
+	}
+}
+
+// A blank sandbox from a pool, given to a thread, is the thread's sandbox from then
+// on: found by the thread's name, and the only one the thread can have.
+func TestDockerBlankAssign(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := newDocker(t)
+	blank, err := d.CreateBlank(ctx, "w1", sandbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { blank.Remove(context.Background()) })
+	if out, err := blank.Run(ctx, sandbox.Request{ID: "1", Code: "import sys; print('pandas' in sys.modules)"}, nil); err != nil || out.Stdout != "True\n" {
+		t.Fatalf("blank kernel not preloaded: %q %v", out.Stdout, err)
+	}
+	spec := sandbox.Spec{Tenant: "acme", Thread: "pooled-" + time.Now().Format("150405.000000")}
+	if err := blank.Assign(ctx, spec.Tenant, spec.Thread); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Create(ctx, spec); !errors.Is(err, sandbox.ErrExists) {
+		t.Fatalf("second sandbox for the thread: %v, want ErrExists", err)
+	}
+	other, err := d.CreateBlank(ctx, "w1", sandbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Remove(context.Background()) })
+	if err := other.Assign(ctx, spec.Tenant, spec.Thread); !errors.Is(err, sandbox.ErrExists) {
+		t.Fatalf("assigning a second blank: %v, want ErrExists", err)
+	}
+	blank.Release()
+	found, err := d.Find(ctx, spec)
+	if err != nil || found == nil || found.ID() != blank.ID() {
+		t.Fatalf("Find = %v, %v", found, err)
+	}
+	if found, err := d.Find(ctx, sandbox.Spec{Tenant: "globex", Thread: spec.Thread}); err != nil || found != nil {
+		t.Fatalf("another tenant found it: %v %v", found, err)
 	}
 }
