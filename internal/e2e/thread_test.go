@@ -114,7 +114,8 @@ func TestThreadTimeoutAndCancel(t *testing.T) {
 	}
 
 	// Cancel a running execution, and one queued behind it, which must never run.
-	running := s.submit(t, "key-a", map[string]any{"thread_id": "tc", "code": "import time\nprint('started', flush=True)\nx = 1\ntime.sleep(60)"})
+	s.run(t, map[string]any{"thread_id": "tc", "code": "x = 1"})
+	running := s.submit(t, "key-a", map[string]any{"thread_id": "tc", "code": "import time\ntime.sleep(60)"})
 	queued := s.submit(t, "key-a", map[string]any{"thread_id": "tc", "code": "open('ran.txt', 'w').write('should not')"})
 	var cur execution
 	if code := s.call(t, "POST", "/v1/executions/"+queued+"/cancel", nil, &cur); code != http.StatusAccepted || cur.Status != "canceled" {
