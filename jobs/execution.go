@@ -36,6 +36,8 @@ const (
 	KindPutFile      Kind = "put_file"      // Inputs[0] into the workspace
 	KindGetFile      Kind = "get_file"      // Path out of the workspace, into Files[0]
 	KindDeleteThread Kind = "delete_thread" // remove the sandbox and workspace
+	KindPause        Kind = "pause"         // pause an idle sandbox (after a snapshot)
+	KindReap         Kind = "reap"          // snapshot an idle sandbox and remove it
 )
 
 // Execution is the record of one execution: what was asked and what happened. It is

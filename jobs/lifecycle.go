@@ -35,6 +35,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.bg.Go(func() { r.heartbeatLoop(bgCtx) })
 	r.bg.Go(func() { r.wakeLoop(bgCtx) })
 	r.bg.Go(func() { r.offerLoop(bgCtx) })
+	if r.pool.size > 0 {
+		r.bg.Go(func() { r.fillLoop(bgCtx) })
+	}
 	return nil
 }
 
@@ -102,7 +105,7 @@ func (r *Runner) heartbeatLoop(ctx context.Context) {
 func (r *Runner) beat(ctx context.Context) {
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.Beat)
 	defer cancel()
-	ready := r.cfg.Ping(pctx) == nil
+	ready := r.cfg.Runtime.Ping(pctx) == nil
 	if err := r.workers.Beat(ctx, r.cfg.Worker, r.cfg.Now(), ready); err != nil {
 		r.cfg.Logger.Warn("heartbeat", "err", err)
 	}

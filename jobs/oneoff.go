@@ -53,7 +53,7 @@ func (r *Runner) ProcessOneOff(ctx context.Context, t *asynq.Task) error {
 
 // run prepares a sandbox and runs ex in it. An error means the code did not start.
 func (r *Runner) run(ctx context.Context, ex *Execution) (err error) {
-	sb, err := r.cfg.NewSandbox(ctx, sandbox.Spec{
+	sb, err := r.cfg.Runtime.Create(ctx, sandbox.Spec{
 		Tenant: ex.Tenant, Thread: ex.ThreadID, Owner: r.cfg.Worker, Limits: r.cfg.Limits,
 	})
 	if err != nil {

@@ -18,30 +18,53 @@ type Sandbox interface {
 	Run(ctx context.Context, req sandbox.Request, onEvent func(sandbox.Event)) (sandbox.Outcome, error)
 	OpenFile(ctx context.Context, name string) (io.ReadCloser, sandbox.FileInfo, error)
 	Files(ctx context.Context) ([]sandbox.FileInfo, error)
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) (bool, error)
+	Snapshot(ctx context.Context) (io.ReadCloser, error)
+	Restore(ctx context.Context, archive io.Reader) error
+	Assign(ctx context.Context, tenant, thread string) error
 	Release()
 	Remove(ctx context.Context) error
+}
+
+// Runtime creates and finds sandboxes on this worker's host; worker.Runtime adapts
+// *sandbox.Docker to it.
+type Runtime interface {
+	Create(ctx context.Context, spec sandbox.Spec) (Sandbox, error)
+	// Find adopts a thread's existing sandbox, or returns nil, nil.
+	Find(ctx context.Context, spec sandbox.Spec) (Sandbox, error)
+	// CreateBlank starts a sandbox for no thread yet, for the warm pool.
+	CreateBlank(ctx context.Context, owner string, limits sandbox.Limits) (Sandbox, error)
+	// Count returns how many sandboxes (blank ones aside) live on this host.
+	Count(ctx context.Context) (int, error)
+	// Ping says whether the runtime answers; it decides the worker's readiness.
+	Ping(ctx context.Context) error
 }
 
 // Artifacts is what runs need of storage; *storage.Store provides it.
 type Artifacts interface {
 	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (storage.Object, error)
 	Open(ctx context.Context, key string) (io.ReadCloser, storage.Object, error)
+	DeletePrefix(ctx context.Context, prefix string) (int, error)
 }
 
 // RunnerConfig configures a [Runner].
 type RunnerConfig struct {
 	Records   *Records
 	Artifacts Artifacts
-	// NewSandbox creates a sandbox; FindSandbox adopts a thread's existing one, or
-	// returns nil, nil.
-	NewSandbox  func(ctx context.Context, spec sandbox.Spec) (Sandbox, error)
-	FindSandbox func(ctx context.Context, spec sandbox.Spec) (Sandbox, error)
-	// Ping says whether the sandbox runtime answers; it decides the worker's readiness.
-	Ping        func(ctx context.Context) error
-	Limits      sandbox.Limits
-	Worker      string // this worker's id: unique per process, recorded on executions and sandboxes
-	Concurrency int    // thread executions run at once; default 4
-	MaxLog      int64  // bytes of a full stdout/stderr kept as an artifact; default 64 MiB
+	Runtime   Runtime
+	Limits    sandbox.Limits
+	// WarmPool is how many blank sandboxes (kernel up, libraries imported) the worker
+	// keeps ready for new threads; 0 disables the pool.
+	WarmPool int
+	// MaxSandboxes caps the sandboxes on this worker's host: past it, the least
+	// recently used idle sandbox this worker holds is snapshotted and removed to make
+	// room. MaxPerTenant does the same per tenant, across the fleet. 0: no cap.
+	MaxSandboxes int
+	MaxPerTenant int
+	Worker       string // this worker's id: unique per process, recorded on executions and sandboxes
+	Concurrency  int    // thread executions run at once; default 4
+	MaxLog       int64  // bytes of a full stdout/stderr kept as an artifact; default 64 MiB
 	// Beat is the heartbeat interval; default a third of the records' heartbeat TTL.
 	Beat time.Duration
 	// Linger is how long a blocking wait (for wake-ups and offers) lasts before it is
@@ -62,6 +85,7 @@ type Runner struct {
 
 	mu      sync.Mutex
 	owned   map[string]*thread      // threads this worker serves, by thread key
+	pool    *pool                   // blank sandboxes for new threads
 	running map[string]*runningRun  // executions running here, by id, for cancel
 	sem     chan struct{}           // bounds concurrent thread executions
 	freed   chan struct{}           // signaled when a slot of sem frees
@@ -83,12 +107,9 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Ping == nil {
-		cfg.Ping = func(context.Context) error { return nil }
-	}
 	return &Runner{
 		cfg: cfg, threads: cfg.Records.Threads(), workers: cfg.Records.Workers(),
-		owned: map[string]*thread{}, running: map[string]*runningRun{},
+		owned: map[string]*thread{}, running: map[string]*runningRun{}, pool: newPool(cfg.WarmPool),
 		sem: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
 }

@@ -24,6 +24,10 @@ func (r *Runner) runOp(ctx context.Context, th *thread, op *Execution) {
 		failure, err = r.getFileOp(ctx, th, op)
 	case KindDeleteThread:
 		err = r.deleteThreadOp(ctx, th)
+	case KindPause:
+		err = r.pauseOp(ctx, th)
+	case KindReap:
+		err = r.reapOp(ctx, th)
 	default:
 		err = fmt.Errorf("unknown operation %q", op.Kind)
 	}
@@ -42,6 +46,7 @@ func (r *Runner) putFileOp(ctx context.Context, th *thread, op *Execution) error
 	if err != nil {
 		return err
 	}
+	th.dirty = true
 	if err := r.putInputs(ctx, sb, op); err != nil {
 		return err
 	}
@@ -51,18 +56,9 @@ func (r *Runner) putFileOp(ctx context.Context, th *thread, op *Execution) error
 
 func (r *Runner) getFileOp(ctx context.Context, th *thread, op *Execution) (*sandbox.Error, error) {
 	notFound := &sandbox.Error{Name: "NotFound", Value: "no regular file " + op.Path + " in the thread's workspace"}
-	sb := th.sb
-	if sb == nil {
-		found, err := r.cfg.FindSandbox(ctx, sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits, Preload: true})
-		if err != nil {
-			return nil, err
-		}
-		if found == nil {
-			return notFound, nil
-		}
-		r.mu.Lock()
-		th.sb, sb = found, found
-		r.mu.Unlock()
+	sb, _, err := r.threadSandbox(ctx, th)
+	if err != nil {
+		return nil, err
 	}
 	f, err := r.storeOutput(ctx, sb, op, op.Path)
 	if errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, sandbox.ErrBadPath) {
@@ -80,7 +76,7 @@ func (r *Runner) getFileOp(ctx context.Context, th *thread, op *Execution) (*san
 func (r *Runner) deleteThreadOp(ctx context.Context, th *thread) error {
 	sb := th.sb
 	if sb == nil {
-		found, err := r.cfg.FindSandbox(ctx, sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits})
+		found, err := r.cfg.Runtime.Find(ctx, sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits})
 		if err != nil {
 			return err
 		}
@@ -92,23 +88,38 @@ func (r *Runner) deleteThreadOp(ctx context.Context, th *thread) error {
 		}
 	}
 	r.mu.Lock()
-	th.sb = nil
+	th.sb, th.dirty = nil, false
 	r.mu.Unlock()
-	return r.cfg.Records.rdb.Del(ctx, r.cfg.Records.thread(ThreadKey(th.tenant, th.id), "meta")).Err()
+	if _, err := r.cfg.Artifacts.DeletePrefix(ctx, snapshotKey(th.tenant, th.id)); err != nil {
+		return err
+	}
+	tk := ThreadKey(th.tenant, th.id)
+	r.cfg.Records.sandboxGone(ctx, th.tenant, tk)
+	pipe := r.cfg.Records.rdb.TxPipeline()
+	pipe.Del(ctx, r.cfg.Records.thread(tk, "meta"))
+	pipe.ZRem(ctx, r.cfg.Records.activeKey(), tk)
+	_, err := pipe.Exec(ctx)
+	return err
 }
 
 // ThreadState is what GET /v1/threads/{id} shows beyond the queue. It is a hash in
 // Redis, written by the thread's owner: a thread exists while it has one.
 type ThreadState struct {
 	LastActiveAt time.Time
-	Sandbox      string // "running" or "none"
+	Sandbox      string // "running", "paused" or "none"
+	Snapshot     bool   // a workspace snapshot is stored
 	Files        []sandbox.FileInfo
 }
 
-// markActive records that the thread's owner is working on it.
+// markActive records that the thread's owner is working on it, which also restarts
+// its idle clock for the janitor.
 func (r *Runner) markActive(ctx context.Context, th *thread) {
-	r.setThreadState(ctx, th, "last_active_at", r.cfg.Now().UTC().Format(time.RFC3339Nano), "sandbox", "running")
+	now := r.cfg.Now()
+	r.setThreadState(ctx, th, "last_active_at", now.UTC().Format(time.RFC3339Nano), "sandbox", "running")
+	r.cfg.Records.rdb.ZAdd(context.WithoutCancel(ctx), r.cfg.Records.activeKey(), zmember(now, ThreadKey(th.tenant, th.id)))
 }
+
+func (r *Records) activeKey() string { return r.prefix + "active" }
 
 // saveThreadState records the thread's workspace listing after a run.
 func (r *Runner) saveThreadState(ctx context.Context, th *thread, files []sandbox.FileInfo) {
@@ -145,7 +156,7 @@ func (r *Records) ThreadState(ctx context.Context, tenant, thread string) (*Thre
 	if len(h) == 0 {
 		return nil, nil
 	}
-	st := &ThreadState{Sandbox: h["sandbox"]}
+	st := &ThreadState{Sandbox: h["sandbox"], Snapshot: h["snapshot"] == "1"}
 	st.LastActiveAt, _ = time.Parse(time.RFC3339Nano, h["last_active_at"])
 	if f := h["files"]; f != "" {
 		_ = json.Unmarshal([]byte(f), &st.Files)

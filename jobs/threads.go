@@ -11,9 +11,11 @@ import (
 // thread is a thread this worker owns.
 type thread struct {
 	tenant, id string
-	sb         Sandbox // warm sandbox, nil until the first item needs one
-	running    bool    // a runner goroutine serves the thread
-	dirty      bool    // woken since the runner last looked at the queue
+	sb         Sandbox   // warm sandbox, nil until an item needs one or after a reap
+	running    bool      // a runner goroutine serves the thread
+	woken      bool      // woken since the runner last looked at the queue
+	dirty      bool      // the workspace may have changed since the last snapshot
+	lastUsed   time.Time // for choosing what to evict under a cap
 }
 
 // serve makes sure a runner serves thread tk; inflight is an item a previous owner
@@ -32,7 +34,7 @@ func (r *Runner) serve(tk, inflight string) {
 		th = &thread{tenant: tenant, id: id}
 		r.owned[tk] = th
 	}
-	th.dirty = true
+	th.woken = true
 	if th.running {
 		return
 	}
@@ -48,7 +50,7 @@ func (r *Runner) runThread(tk string, th *thread, inflight string) {
 	}
 	for {
 		r.mu.Lock()
-		th.dirty = false
+		th.woken = false
 		r.mu.Unlock()
 		id, err := r.threads.Next(ctx, tk, r.cfg.Worker)
 		switch {
@@ -80,7 +82,7 @@ func (r *Runner) runThread(tk string, th *thread, inflight string) {
 func (r *Runner) idle(tk string, th *thread, force bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if th.dirty && !force {
+	if th.woken && !force {
 		return false
 	}
 	th.running = false
@@ -153,7 +155,8 @@ func (r *Runner) runItem(ctx context.Context, th *thread, id string) {
 	case <-ctx.Done():
 		return
 	}
-	if ex.Kind != KindDeleteThread {
+	switch ex.Kind {
+	case KindExecution, KindPutFile, KindGetFile:
 		r.markActive(ctx, th)
 	}
 	switch ex.Kind {
@@ -171,6 +174,7 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *Executi
 		return
 	}
 	ex.Sandbox = info
+	th.dirty, th.lastUsed = true, r.cfg.Now()
 	if ok, err := r.start(ctx, ex); err != nil || !ok {
 		return
 	}
@@ -189,26 +193,4 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *Executi
 		th.sb = nil
 		r.mu.Unlock()
 	}
-}
-
-// threadSandbox returns the thread's warm sandbox, adopting or creating one if needed.
-func (r *Runner) threadSandbox(ctx context.Context, th *thread) (Sandbox, SandboxInfo, error) {
-	if th.sb != nil {
-		return th.sb, SandboxInfo{Reused: true}, nil
-	}
-	spec := sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits, Preload: true}
-	sb, err := r.cfg.FindSandbox(ctx, spec)
-	if err != nil {
-		return nil, SandboxInfo{}, err
-	}
-	info := SandboxInfo{Reused: sb != nil}
-	if sb == nil {
-		if sb, err = r.cfg.NewSandbox(ctx, spec); err != nil {
-			return nil, SandboxInfo{}, err
-		}
-	}
-	r.mu.Lock()
-	th.sb = sb
-	r.mu.Unlock()
-	return sb, info, nil
 }

@@ -3,8 +3,10 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
@@ -92,4 +94,29 @@ func trimSlash(name string) string {
 		return name[1:]
 	}
 	return name
+}
+
+// Count returns how many thread and one-off sandboxes (not blank ones) this
+// installation has on the engine, running or paused.
+func (d *Docker) Count(ctx context.Context) (int, error) {
+	list, err := d.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", LabelInstall+"="+d.cfg.Prefix),
+	)})
+	if err != nil {
+		return 0, fmt.Errorf("count sandboxes: %w", err)
+	}
+	n := 0
+	for _, c := range list {
+		if c.Labels[LabelPool] != "1" || strings.HasPrefix(trimSlash(firstName(c.Names)), d.cfg.Prefix+"-t-") {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func firstName(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
 }

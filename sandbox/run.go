@@ -95,7 +95,12 @@ func (s *Sandbox) Run(ctx context.Context, req Request, onEvent func(Event)) (Ou
 	if s.kernel == nil {
 		k, err := s.d.startKernel(ctx, s.id, s.spec.Preload)
 		if err != nil {
-			return Outcome{}, fmt.Errorf("restart kernel in %s: %w", s.name, err)
+			// Leftovers of the killed kernel (a fork bomb racing the reset) may still
+			// hold every pid: clear them once more and try again.
+			s.resetKernel(context.WithoutCancel(ctx), nil)
+			if k, err = s.d.startKernel(ctx, s.id, s.spec.Preload); err != nil {
+				return Outcome{}, fmt.Errorf("restart kernel in %s: %w", s.name, err)
+			}
 		}
 		s.kernel, restarted = k, true
 	}

@@ -60,10 +60,9 @@ func run() error {
 
 	runner := jobs.NewRunner(jobs.RunnerConfig{
 		Records: jobs.NewRecords(rdb, cfg.Records()), Artifacts: store,
-		NewSandbox:  worker.NewSandbox(runtime),
-		FindSandbox: worker.FindSandbox(runtime),
-		Ping:        runtime.Ping,
-		Limits:      cfg.Limits(), Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, MaxLog: cfg.MaxLogBytes, Logger: log,
+		Runtime: worker.Runtime{D: runtime}, Limits: cfg.Limits(), WarmPool: cfg.WarmPool,
+		MaxSandboxes: cfg.MaxSandboxes, MaxPerTenant: cfg.MaxSandboxesPerTenant,
+		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, MaxLog: cfg.MaxLogBytes, Logger: log,
 	})
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:       cfg.Concurrency,

@@ -48,7 +48,15 @@ type Config struct {
 	SandboxPrefix  string        `env:"SANDBOX_PREFIX" envDefault:"codeinterp"`
 	InterruptGrace time.Duration `env:"INTERRUPT_GRACE" envDefault:"2s"`
 
-	WorkerID          string        `env:"WORKER_ID"`
+	WorkerID              string `env:"WORKER_ID"`
+	WarmPool              int    `env:"WARM_POOL" envDefault:"2"`
+	MaxSandboxes          int    `env:"MAX_SANDBOXES" envDefault:"0"`
+	MaxSandboxesPerTenant int    `env:"MAX_SANDBOXES_PER_TENANT" envDefault:"0"`
+
+	IdlePause       time.Duration `env:"IDLE_PAUSE" envDefault:"60s"`
+	IdleReap        time.Duration `env:"IDLE_REAP" envDefault:"30m"`
+	JanitorInterval time.Duration `env:"JANITOR_INTERVAL" envDefault:"15s"`
+
 	HeartbeatTTL      time.Duration `env:"HEARTBEAT_TTL" envDefault:"15s"`
 	Concurrency       int           `env:"WORKER_CONCURRENCY" envDefault:"4"`
 	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"250ms"`
@@ -123,6 +131,9 @@ func (c Config) validate() error {
 	check(c.OutputBytes >= 1024, "CODEINTERP_OUTPUT_BYTES %d: want at least 1024", c.OutputBytes)
 	check(c.MaxLogBytes >= int64(c.OutputBytes), "CODEINTERP_MAX_LOG_BYTES %d: want at least CODEINTERP_OUTPUT_BYTES", c.MaxLogBytes)
 	check(c.HeartbeatTTL >= time.Second, "CODEINTERP_HEARTBEAT_TTL %s: want at least 1s", c.HeartbeatTTL)
+	check(c.WarmPool >= 0 && c.MaxSandboxes >= 0 && c.MaxSandboxesPerTenant >= 0, "CODEINTERP_WARM_POOL, _MAX_SANDBOXES and _MAX_SANDBOXES_PER_TENANT must not be negative")
+	check(c.IdlePause > 0 && c.IdleReap > c.IdlePause, "CODEINTERP_IDLE_REAP (%s) must be longer than CODEINTERP_IDLE_PAUSE (%s), both positive", c.IdleReap, c.IdlePause)
+	check(c.JanitorInterval >= 100*time.Millisecond, "CODEINTERP_JANITOR_INTERVAL %s: want at least 100ms", c.JanitorInterval)
 	check(c.Concurrency >= 1, "CODEINTERP_WORKER_CONCURRENCY %d: want at least 1", c.Concurrency)
 	check(c.TaskCheckInterval >= 10*time.Millisecond, "CODEINTERP_TASK_CHECK_INTERVAL %s: want at least 10ms", c.TaskCheckInterval)
 	check(c.LogLevel == "debug" || c.LogLevel == "info" || c.LogLevel == "warn" || c.LogLevel == "error", "CODEINTERP_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)

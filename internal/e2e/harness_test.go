@@ -55,6 +55,8 @@ type stackOptions struct {
 	shutdownTimeout time.Duration
 	concurrency     int
 	noWorkers       bool // the test starts its own (worker processes)
+	warmPool        int
+	maxSandboxes    int
 }
 
 // testWorker is one in-process worker: an asynq server and a jobs.Runner.
@@ -134,7 +136,7 @@ func (s *stack) addWorker() *testWorker {
 	id := fmt.Sprintf("%s-w%d", s.prefix, len(s.workers))
 	runner := jobs.NewRunner(jobs.RunnerConfig{
 		Records: s.records, Artifacts: s.store,
-		NewSandbox: worker.NewSandbox(s.runtime), FindSandbox: worker.FindSandbox(s.runtime), Ping: s.runtime.Ping,
+		Runtime: worker.Runtime{D: s.runtime}, WarmPool: s.opt.warmPool, MaxSandboxes: s.opt.maxSandboxes,
 		Limits: s.opt.limits, Worker: id, Concurrency: cmp.Or(s.opt.concurrency, 4), Logger: discardLogger,
 		Linger: time.Second,
 	})
