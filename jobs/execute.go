@@ -57,7 +57,7 @@ func (r *Runner) execute(ctx context.Context, sb Sandbox, ex *Execution, before 
 	ex.Stdout, ex.Stderr = out.Stdout, out.Stderr
 	ex.StdoutTruncated, ex.StderrTruncated = out.StdoutTruncated, out.StderrTruncated
 	ex.Results, ex.ExitCode = out.Results, &out.ExitCode
-	ex.Sandbox.KernelRestarted = out.KernelRestarted
+	ex.Sandbox.KernelRestarted = ex.Sandbox.KernelRestarted || out.KernelRestarted
 	status, failure := Status(out.Status), out.Error
 	if workerStopped && out.Status == sandbox.Canceled {
 		status, failure = Failed, &sandbox.Error{Name: "WorkerStopped", Value: "the worker stopped while the code ran; the code was interrupted and will not be run again"}

@@ -16,6 +16,9 @@ import (
 // snapshotKey is where a thread's latest workspace snapshot is stored.
 func snapshotKey(tenant, thread string) string { return tenant + "/" + thread + "/snapshot.tar" }
 
+// SnapshotKey is where the snapshot of thread tk is stored.
+func SnapshotKey(tk string) string { return snapshotKey(SplitThreadKey(tk)) }
+
 // EnqueueLifecycle queues a pause or reap on thread tk.
 func (r *Records) EnqueueLifecycle(ctx context.Context, tk string, kind Kind, now time.Time) error {
 	tenant, thread := SplitThreadKey(tk)

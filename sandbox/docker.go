@@ -32,6 +32,8 @@ var (
 	// ErrExists means the thread already has a sandbox on this engine: adopt it with
 	// Find instead.
 	ErrExists = errors.New("the thread already has a sandbox")
+	// ErrNotFound means the sandbox is gone.
+	ErrNotFound = errors.New("sandbox not found")
 )
 
 // LabelPool marks a blank sandbox of a warm pool, not yet given to a thread.

@@ -1,20 +1,83 @@
-// Command janitor reclaims what executions leave behind. For now it only validates
-// its configuration and exits; the sweeps (idle and orphaned sandboxes, expired
-// artifacts and records) arrive with the sandbox lifecycle work.
+// Command janitor reclaims what executions leave behind, on a schedule: it asks
+// owners to pause idle thread sandboxes and to snapshot and remove long-idle ones,
+// removes the sandboxes of dead workers on its host (keeping a snapshot of a thread's
+// workspace), and deletes expired artifacts and index entries. Run one per Docker
+// host; several may run at once. Configuration: CODEINTERP_* variables (README.md).
+//
+//	janitor          sweep every CODEINTERP_JANITOR_INTERVAL until stopped
+//	janitor -once    sweep once and exit (for cron)
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/docker/docker/client"
 
 	"github.com/codeinterp/codeinterp/internal/config"
+	"github.com/codeinterp/codeinterp/internal/janitor"
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/sandbox"
+	"github.com/codeinterp/codeinterp/storage"
 )
 
 func main() {
-	cfg, err := config.Load(nil)
-	if err != nil {
+	once := flag.Bool("once", false, "sweep once and exit")
+	flag.Parse()
+	if err := run(*once); err != nil {
 		fmt.Fprintln(os.Stderr, "janitor:", err)
 		os.Exit(1)
 	}
-	cfg.Logger().Info("janitor: no sweeps yet; exiting")
+}
+
+func run(once bool) error {
+	cfg, err := config.Load(nil)
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger().With("janitor", cfg.WorkerID)
+	rdb, err := cfg.Redis()
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	store, err := storage.New(cfg.Storage())
+	if err != nil {
+		return err
+	}
+	docker, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return err
+	}
+	defer docker.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := config.WaitFor(ctx, "storage", store.Init); err != nil {
+		return err
+	}
+	j := janitor.New(janitor.Config{
+		Records: jobs.NewRecords(rdb, cfg.Records()), Sandboxes: sandbox.New(docker, cfg.Sandbox()), Store: store,
+		ID: "janitor-" + cfg.WorkerID, IdlePause: cfg.IdlePause, IdleReap: cfg.IdleReap, Logger: log,
+	})
+	if once {
+		j.Sweep(ctx)
+		return nil
+	}
+	srv := &http.Server{Addr: cfg.MetricsAddr, Handler: janitor.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("janitor started", "interval", cfg.JanitorInterval, "idle_pause", cfg.IdlePause, "idle_reap", cfg.IdleReap)
+	j.Run(ctx, cfg.JanitorInterval)
+	return srv.Shutdown(context.Background())
 }

@@ -48,6 +48,7 @@ type stack struct {
 	workers []*testWorker
 
 	storageConfig storage.Config
+	janitors      int
 }
 
 type stackOptions struct {
@@ -159,15 +160,17 @@ func (s *stack) addWorker() *testWorker {
 }
 
 // removeSandboxes removes what the test's sandboxes left, thread sandboxes included.
-func (s *stack) removeSandboxes() {
+func (s *stack) removeSandboxes() { s.removeSandboxesOf(s.prefix) }
+
+func (s *stack) removeSandboxesOf(prefix string) {
 	ctx := context.Background()
 	list, _ := s.docker.ContainerList(ctx, container.ListOptions{
-		All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelInstall+"="+s.prefix)),
+		All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelInstall+"="+prefix)),
 	})
 	for _, c := range list {
 		_ = s.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	}
-	vols, _ := s.docker.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelInstall+"="+s.prefix))})
+	vols, _ := s.docker.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelInstall+"="+prefix))})
 	for _, v := range vols.Volumes {
 		_ = s.docker.VolumeRemove(ctx, v.Name, true)
 	}

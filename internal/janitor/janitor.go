@@ -1,0 +1,173 @@
+// Package janitor is the one place that reclaims resources: it asks owners to pause
+// idle thread sandboxes and to snapshot and remove long-idle ones, removes sandboxes
+// whose worker died (keeping a snapshot of a thread's workspace), and deletes
+// expired artifacts and index entries. Each sweep is idempotent, and several
+// janitors (one per host) may sweep at once.
+package janitor
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/sandbox"
+	"github.com/codeinterp/codeinterp/storage"
+)
+
+// Sandboxes is what the janitor needs of the sandbox runtime on its host;
+// *sandbox.Docker provides it.
+type Sandboxes interface {
+	List(ctx context.Context) ([]sandbox.Info, error)
+	ThreadName(tenant, thread string) string
+	Open(ctx context.Context, id string) (*sandbox.Sandbox, error)
+}
+
+// Config configures a Janitor.
+type Config struct {
+	Records   *jobs.Records
+	Sandboxes Sandboxes
+	Store     *storage.Store
+	ID        string        // this janitor's id, as an owner of threads it reclaims
+	IdlePause time.Duration // pause a thread's sandbox idle this long; default 60 s
+	IdleReap  time.Duration // snapshot and remove one idle this long; default 30 min
+	// OrphanAge is how old a sandbox of a dead worker must be before it is removed,
+	// so one being created is never taken for an orphan; default 1 min.
+	OrphanAge time.Duration
+	// ExpireEvery bounds how often the (costly) artifact and index expiry runs,
+	// across all janitors; default 1 h.
+	ExpireEvery time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// Janitor sweeps on a schedule.
+type Janitor struct{ cfg Config }
+
+// New returns a Janitor. It does no I/O.
+func New(cfg Config) *Janitor {
+	cfg.IdlePause = cmp.Or(cfg.IdlePause, time.Minute)
+	cfg.IdleReap = cmp.Or(cfg.IdleReap, 30*time.Minute)
+	cfg.OrphanAge = cmp.Or(cfg.OrphanAge, time.Minute)
+	cfg.ExpireEvery = cmp.Or(cfg.ExpireEvery, time.Hour)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Janitor{cfg: cfg}
+}
+
+// Report counts what one sweep did.
+type Report struct {
+	PauseRequested   int // idle threads whose owner was asked to pause the sandbox
+	ReapRequested    int // long-idle threads whose owner was asked to snapshot and remove it
+	OrphansRemoved   int // sandboxes of dead workers removed (blank, one-off or thread)
+	OrphansSaved     int // of those, threads whose workspace was snapshotted first
+	ArtifactsExpired int
+	EntriesExpired   int64
+}
+
+// Run sweeps every interval until ctx ends.
+func (j *Janitor) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		j.Sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep runs every sweep once, logs and counts what it did, and returns it.
+func (j *Janitor) Sweep(ctx context.Context) Report {
+	var rep Report
+	start := j.cfg.Now()
+	steps := []struct {
+		name string
+		run  func(context.Context, *Report) error
+	}{
+		{"idle", j.sweepIdle},
+		{"orphans", j.sweepOrphans},
+		{"expiry", j.sweepExpired},
+	}
+	for _, s := range steps {
+		if err := s.run(ctx, &rep); err != nil {
+			sweepErrors.WithLabelValues(s.name).Inc()
+			j.cfg.Logger.Error("janitor sweep", "sweep", s.name, "err", err)
+		}
+	}
+	record(rep)
+	j.cfg.Logger.Info("janitor sweep done", "took", j.cfg.Now().Sub(start).Round(time.Millisecond),
+		"pause_requested", rep.PauseRequested, "reap_requested", rep.ReapRequested,
+		"orphans_removed", rep.OrphansRemoved, "orphans_snapshotted", rep.OrphansSaved,
+		"artifacts_expired", rep.ArtifactsExpired, "entries_expired", rep.EntriesExpired)
+	return rep
+}
+
+// sweepIdle asks live owners to pause idle sandboxes and to reap long-idle ones. The
+// request is an item in the thread's queue, so it never lands during an execution.
+func (j *Janitor) sweepIdle(ctx context.Context, rep *Report) error {
+	now := j.cfg.Now()
+	idle, err := j.cfg.Records.ActiveSince(ctx, now.Add(-j.cfg.IdlePause), 1000)
+	if err != nil {
+		return err
+	}
+	threads := j.cfg.Records.Threads()
+	for _, z := range idle {
+		tk := z.Member.(string)
+		tenant, thread := jobs.SplitThreadKey(tk)
+		st, err := j.cfg.Records.ThreadState(ctx, tenant, thread)
+		if err != nil {
+			return err
+		}
+		owner, err := threads.OwnerAlive(ctx, tk, now)
+		if err != nil {
+			return err
+		}
+		if st == nil || owner == "" {
+			continue // no sandbox state, or an orphan: sweepOrphans handles those
+		}
+		if queued, err := threads.Queued(ctx, tk); err != nil || queued > 0 {
+			continue
+		}
+		lastActive := time.UnixMilli(int64(z.Score))
+		var kind jobs.Kind
+		switch {
+		case (st.Sandbox == "running" || st.Sandbox == "paused") && now.Sub(lastActive) >= j.cfg.IdleReap:
+			kind, rep.ReapRequested = jobs.KindReap, rep.ReapRequested+1
+		case st.Sandbox == "running":
+			kind, rep.PauseRequested = jobs.KindPause, rep.PauseRequested+1
+		default:
+			continue
+		}
+		if err := j.cfg.Records.EnqueueLifecycle(ctx, tk, kind, now); err != nil {
+			return fmt.Errorf("queue %s on %s: %w", kind, tk, err)
+		}
+	}
+	return nil
+}
+
+// sweepExpired deletes expired artifacts and index entries, once per ExpireEvery
+// across all janitors.
+func (j *Janitor) sweepExpired(ctx context.Context, rep *Report) error {
+	ok, err := j.cfg.Records.TryLock(ctx, "expiry", j.cfg.ExpireEvery)
+	if err != nil || !ok {
+		return err
+	}
+	now := j.cfg.Now()
+	n, err := j.cfg.Records.Expire(ctx, now)
+	rep.EntriesExpired = n
+	if err != nil {
+		return err
+	}
+	// The bucket's lifecycle rule deletes expired objects too, but S3 applies it only
+	// about once a day.
+	deleted, err := j.cfg.Store.DeleteBefore(ctx, "", now.Add(-j.cfg.Store.Retention()))
+	rep.ArtifactsExpired = deleted
+	return err
+}

@@ -1,0 +1,131 @@
+package janitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// sweepOrphans removes the sandboxes on this host whose worker is gone: blank and
+// one-off ones outright, a thread's after snapshotting its workspace, so the thread's
+// next execution, on any host, gets its files back.
+func (j *Janitor) sweepOrphans(ctx context.Context, rep *Report) error {
+	now := j.cfg.Now()
+	workers := j.cfg.Records.Workers()
+	// Announce this janitor: it owns, briefly, the threads it reclaims.
+	if err := workers.Beat(ctx, j.cfg.ID, now, false); err != nil {
+		return err
+	}
+	list, err := j.cfg.Sandboxes.List(ctx)
+	if err != nil {
+		return err
+	}
+	aliveIDs, err := workers.Alive(ctx, now)
+	if err != nil {
+		return err
+	}
+	alive := map[string]bool{}
+	for _, w := range aliveIDs {
+		alive[w] = true
+	}
+	byName, err := j.threadNames(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sb := range list {
+		old := now.Sub(sb.Created) >= j.cfg.OrphanAge
+		var err error
+		switch tk, known := byName[sb.Name]; {
+		case !sb.OfThread:
+			if old && !alive[sb.Owner] {
+				err = j.remove(ctx, sb, rep)
+			}
+		case known:
+			err = j.reclaimThread(ctx, tk, sb, rep)
+		case old && !alive[sb.Owner] && now.Sub(sb.Created) >= j.cfg.IdleReap:
+			// A thread sandbox no active thread names: its thread expired.
+			err = j.remove(ctx, sb, rep)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// threadNames maps the container name of every active thread's sandbox to the thread.
+func (j *Janitor) threadNames(ctx context.Context) (map[string]string, error) {
+	tks, err := j.cfg.Records.ActiveThreads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(tks))
+	for _, tk := range tks {
+		tenant, thread := jobs.SplitThreadKey(tk)
+		m[j.cfg.Sandboxes.ThreadName(tenant, thread)] = tk
+	}
+	return m, nil
+}
+
+// reclaimThread snapshots and removes a thread's sandbox if no live worker owns the
+// thread and no work waits for it. The janitor owns the thread meanwhile, so no
+// worker can adopt the sandbox halfway.
+func (j *Janitor) reclaimThread(ctx context.Context, tk string, info sandbox.Info, rep *Report) error {
+	threads := j.cfg.Records.Threads()
+	if owner, err := threads.OwnerAlive(ctx, tk, j.cfg.Now()); err != nil || owner != "" {
+		return err
+	}
+	inflight, err := threads.Claim(ctx, tk, j.cfg.ID)
+	if errors.Is(err, jobs.ErrOwned) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { _, _ = threads.Release(context.WithoutCancel(ctx), tk, j.cfg.ID) }()
+	if queued, err := threads.Queued(ctx, tk); err != nil || queued > 0 || inflight != "" {
+		return err // work waits: a worker will adopt the sandbox as it is
+	}
+	sb, err := j.cfg.Sandboxes.Open(ctx, info.ID)
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if info.Running {
+		rc, err := sb.Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = j.cfg.Store.Put(ctx, jobs.SnapshotKey(tk), rc, -1, "application/x-tar")
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("store snapshot of %s: %w", tk, err)
+		}
+		if err := j.cfg.Records.SetThreadSandbox(ctx, tk, "none", true); err != nil {
+			return err
+		}
+		rep.OrphansSaved++
+	}
+	return j.remove(ctx, info, rep)
+}
+
+func (j *Janitor) remove(ctx context.Context, info sandbox.Info, rep *Report) error {
+	sb, err := j.cfg.Sandboxes.Open(ctx, info.ID)
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := sb.Remove(ctx); err != nil {
+		return err
+	}
+	rep.OrphansRemoved++
+	j.cfg.Logger.Info("removed orphaned sandbox", "name", info.Name, "owner", info.Owner)
+	return nil
+}
