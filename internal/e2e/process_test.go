@@ -70,4 +70,3 @@ func buildWorker(t *testing.T) string {
 	}
 	return bin
 }
-
