@@ -12,7 +12,7 @@ images: ## build every image (skips those whose inputs did not change)
 	deploy/images.sh
 
 up: images ## start the whole stack and wait until it is ready
-	$(COMPOSE) up -d --remove-orphans
+	$(COMPOSE) up -d
 	@echo -n "waiting for $(API_URL)/readyz "; \
 	for i in $$(seq 1 120); do \
 	  if curl -sf $(API_URL)/readyz >/dev/null; then echo " ready"; exit 0; fi; \
@@ -39,8 +39,20 @@ clean-test: # containers and volumes left by an interrupted test run
 	@vols=$$(docker volume ls -q --filter label=codeinterp.install=citest); \
 	  [ -z "$$vols" ] || docker volume rm -f $$vols >/dev/null
 
-bench: up ## latency and throughput against the running stack, beside raw Docker baselines
-	go run ./cmd/bench -url $(API_URL)
+# The benchmark runs on a stack of its own, started fresh and removed afterwards, so
+# it measures an idle system first and never touches the demo stack's data.
+BENCH_ENV = COMPOSE_PROJECT_NAME=codeinterp-bench CODEINTERP_API_PORT=18080 CODEINTERP_S3_PORT=19000 \
+	CODEINTERP_S3_PUBLIC_URL=http://localhost:19000 CODEINTERP_SANDBOX_PREFIX=cibench \
+	CODEINTERP_IDLE_PAUSE=2s CODEINTERP_JANITOR_INTERVAL=1s
+
+bench: images ## latency, throughput and costs on a fresh stack, beside raw Docker baselines
+	$(BENCH_ENV) $(COMPOSE) down -v --remove-orphans >/dev/null 2>&1 || true
+	$(BENCH_ENV) $(MAKE) --no-print-directory up API_URL=http://localhost:18080
+	$(BENCH_ENV) go run ./cmd/bench -url http://localhost:18080; status=$$?; \
+	  $(BENCH_ENV) $(COMPOSE) down -v >/dev/null 2>&1; \
+	  docker ps -aq --filter label=codeinterp.install=cibench | xargs -r docker rm -f >/dev/null; \
+	  docker volume ls -q --filter label=codeinterp.install=cibench | xargs -r docker volume rm -f >/dev/null; \
+	  exit $$status
 
 lint:
 	gofmt -l .

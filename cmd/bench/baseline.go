@@ -76,6 +76,6 @@ func idleRedis(t *table, over time.Duration) error {
 		return err
 	}
 	rate := float64(after-before-1) / time.Since(start).Seconds() // minus our own INFO
-	t.note("idle stack: Redis commands/s", fmt.Sprintf("%.1f", rate))
+	t.note("idle stack: Redis commands/s (1 worker, 1 janitor)", fmt.Sprintf("%.1f", rate))
 	return nil
 }

@@ -19,6 +19,9 @@ type execution struct {
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 	Error      *struct{ Name, Value string }
+	Sandbox    struct {
+		Resumed bool `json:"resumed"`
+	} `json:"sandbox"`
 }
 
 func (c *client) call(method, path string, body any, out any) error {

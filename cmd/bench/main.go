@@ -30,16 +30,20 @@ func main() {
 
 func run(c *client, t *table, image string, n int) error {
 	fmt.Fprintf(os.Stderr, "measuring (%d runs each)…\n", n)
+	// First, while nothing has run yet: what an idle stack costs Redis.
+	if err := idleRedis(t, 10*time.Second); err != nil {
+		return err
+	}
 	if err := oneOff(c, t, n); err != nil {
 		return err
 	}
 	if err := threads(c, t, n); err != nil {
 		return err
 	}
-	if err := baselines(t, image, n); err != nil {
+	if err := lifecycle(c, t, n); err != nil {
 		return err
 	}
-	return idleRedis(t, 10*time.Second)
+	return baselines(t, image, n)
 }
 
 // table collects result rows and prints them aligned.

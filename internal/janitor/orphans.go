@@ -15,12 +15,12 @@ import (
 func (j *Janitor) sweepOrphans(ctx context.Context, rep *Report) error {
 	now := j.cfg.Now()
 	workers := j.cfg.Records.Workers()
-	// Announce this janitor: it owns, briefly, the threads it reclaims.
-	if err := workers.Beat(ctx, j.cfg.ID, now, false); err != nil {
+	list, err := j.cfg.Sandboxes.List(ctx)
+	if err != nil || len(list) == 0 {
 		return err
 	}
-	list, err := j.cfg.Sandboxes.List(ctx)
-	if err != nil {
+	// Announce this janitor: it owns, briefly, the threads it reclaims.
+	if err := workers.Beat(ctx, j.cfg.ID, now, false); err != nil {
 		return err
 	}
 	aliveIDs, err := workers.Alive(ctx, now)

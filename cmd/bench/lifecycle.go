@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// lifecycle measures resuming a paused sandbox, a new thread's first execution with
+// and without the warm pool, and what idle and paused sandboxes cost in memory. It
+// needs the stack started with a short CODEINTERP_IDLE_PAUSE (make bench does that).
+func lifecycle(c *client, t *table, n int) error {
+	thread := fmt.Sprintf("pause-%d", time.Now().UnixNano())
+	if _, _, err := c.run(map[string]any{"thread_id": thread, "code": "import pandas as pd\nx = 1"}); err != nil {
+		return err
+	}
+	container, err := threadContainer(thread)
+	if err != nil {
+		return err
+	}
+	t.note("memory of one idle warm sandbox (pandas imported)", memory(container))
+	var resume sample
+	for i := range n {
+		if err := waitPaused(c, thread); err != nil {
+			return err
+		}
+		if i == 0 {
+			t.note("memory of one paused sandbox", memory(container))
+		}
+		ex, d, err := c.run(map[string]any{"thread_id": thread, "code": "print(x)"})
+		if err != nil {
+			return err
+		}
+		if !ex.Sandbox.Resumed {
+			return fmt.Errorf("execution %s after a pause did not resume", ex.ID)
+		}
+		resume = append(resume, d)
+	}
+	t.add("first execution after a pause (resume), POST + GET ?wait", resume, "")
+	s, err := measure(n, func() (time.Duration, error) {
+		if err := exec.Command("docker", "pause", container).Run(); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		err := exec.Command("docker", "unpause", container).Run()
+		return time.Since(start), err
+	})
+	if err != nil {
+		return fmt.Errorf("unpause baseline: %w", err)
+	}
+	t.add("baseline: docker unpause", s, "")
+
+	withPool, err := newThreads(c, max(n/4, 3), 4*time.Second)
+	if err != nil {
+		return err
+	}
+	t.add("new thread's first print(1), from the warm pool", withPool, "")
+	if err := setPool("0"); err != nil {
+		return err
+	}
+	defer setPool("")
+	without, err := newThreads(c, max(n/4, 3), 0)
+	if err != nil {
+		return err
+	}
+	t.add("new thread's first print(1), no warm pool", without, "compare: docker run --rm")
+	return nil
+}
+
+// newThreads times the first execution of fresh threads, pausing between them so a
+// warm pool can refill.
+func newThreads(c *client, n int, gap time.Duration) (sample, error) {
+	time.Sleep(gap)
+	return measure(n, func() (time.Duration, error) {
+		_, d, err := c.run(map[string]any{"thread_id": fmt.Sprintf("new-%d", time.Now().UnixNano()), "code": "print(1)"})
+		time.Sleep(gap)
+		return d, err
+	})
+}
+
+func waitPaused(c *client, thread string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		var th struct{ Sandbox string }
+		if err := c.call("GET", "/v1/threads/"+thread, nil, &th); err != nil {
+			return err
+		}
+		if th.Sandbox == "paused" {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("thread %s was not paused within 2 minutes: is CODEINTERP_IDLE_PAUSE short?", thread)
+}
+
+// threadContainer finds the container of a thread by its latest-created sandbox.
+func threadContainer(thread string) (string, error) {
+	out, err := exec.Command("docker", "ps", "-l", "-q", "--filter", "label=codeinterp.install", "--filter", "name=-t-").Output()
+	id := strings.TrimSpace(string(out))
+	if err != nil || id == "" {
+		return "", fmt.Errorf("find the sandbox of thread %s: %v", thread, err)
+	}
+	return id, nil
+}
+
+func memory(container string) string {
+	out, err := exec.Command("docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", container).Output()
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// setPool restarts the stack's worker with CODEINTERP_WARM_POOL=size ("" for the
+// default) and waits until it is ready.
+func setPool(size string) error {
+	cmd := exec.Command("docker-compose", "up", "-d", "--no-deps", "worker")
+	cmd.Env = append(os.Environ(), "CODEINTERP_WARM_POOL="+size)
+	if size == "" {
+		cmd.Env = os.Environ()
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("restart worker: %v: %s", err, out)
+	}
+	time.Sleep(3 * time.Second) // the old worker's heartbeat must lapse before /readyz means the new one
+	return nil
+}
