@@ -26,6 +26,7 @@ ax = monthly.plot(kind="bar", figsize=(7, 4), title="Sales by month and region")
 ax.set_ylabel("amount")
 plt.tight_layout()
 plt.savefig("outputs/chart.png", dpi=120)
+plt.close()  # saved: no need to also return it as a rich result
 print(monthly)`
 
 const csv = `date,region,amount
