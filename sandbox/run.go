@@ -168,6 +168,9 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req Request, onEvent func(
 				if stopped != "" {
 					out.Status, out.Error = stopped, stopError(stopped, req.Timeout)
 				}
+				if out.Error != nil && strings.Contains(out.Error.Value, "No space left on device") {
+					out.Error.Value += fmt.Sprintf(" (the workspace is full: it holds %d MiB)", s.limits.Workspace>>20)
+				}
 				return stdout.into(stderr, out), nil
 			}
 		case <-timeout:

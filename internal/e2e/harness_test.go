@@ -58,6 +58,7 @@ type stackOptions struct {
 	noWorkers       bool // the test starts its own (worker processes)
 	warmPool        int
 	maxSandboxes    int
+	maxPerTenant    int
 }
 
 // testWorker is one in-process worker: an asynq server and a jobs.Runner.
@@ -137,7 +138,7 @@ func (s *stack) addWorker() *testWorker {
 	id := fmt.Sprintf("%s-w%d", s.prefix, len(s.workers))
 	runner := jobs.NewRunner(jobs.RunnerConfig{
 		Records: s.records, Artifacts: s.store,
-		Runtime: worker.Runtime{D: s.runtime}, WarmPool: s.opt.warmPool, MaxSandboxes: s.opt.maxSandboxes,
+		Runtime: worker.Runtime{D: s.runtime}, WarmPool: s.opt.warmPool, MaxSandboxes: s.opt.maxSandboxes, MaxPerTenant: s.opt.maxPerTenant,
 		Limits: s.opt.limits, Worker: id, Concurrency: cmp.Or(s.opt.concurrency, 4), Logger: discardLogger,
 		Linger: time.Second,
 	})

@@ -198,6 +198,35 @@ func TestSandboxCap(t *testing.T) {
 	}
 }
 
+// The per-tenant cap reaps the tenant's own least recently used sandbox; other
+// tenants are not touched.
+func TestSandboxCapPerTenant(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{maxPerTenant: 2})
+	other := s.submit(t, "key-b", map[string]any{"thread_id": "globex-0", "code": "x = 1"})
+	var ex execution
+	for ex.Status == "" || ex.Status == "queued" || ex.Status == "running" {
+		s.callAs(t, "key-b", "GET", "/v1/executions/"+other+"?wait=30s", nil, &ex)
+	}
+	if ex.Status != "succeeded" {
+		t.Fatalf("globex: %s", ex.Status)
+	}
+	for i := range 3 {
+		s.run(t, map[string]any{"thread_id": fmt.Sprintf("tc-%d", i), "code": fmt.Sprintf("open('n.txt', 'w').write('%d')", i)})
+	}
+	eventually(t, time.Minute, "acme's least recently used sandbox reaped", func() bool {
+		return s.thread(t, "tc-0").Sandbox == "none"
+	})
+	if s.thread(t, "tc-1").Sandbox != "running" || s.thread(t, "tc-2").Sandbox != "running" {
+		t.Fatal("a recently used sandbox was reaped")
+	}
+	var th threadView
+	s.callAs(t, "key-b", "GET", "/v1/threads/globex-0", nil, &th)
+	if th.Sandbox != "running" {
+		t.Fatalf("another tenant's sandbox was reaped: %+v", th)
+	}
+}
+
 // Expired artifacts and listing entries are deleted; the sweep is idempotent.
 func TestExpiry(t *testing.T) {
 	t.Parallel()

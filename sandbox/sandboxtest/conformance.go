@@ -399,7 +399,7 @@ func testWorkspaceFull(t *testing.T, b bundle) {
 	sb := b.sandbox(t, func(s *sandbox.Spec) { s.Limits.Workspace = 4 << 20 })
 	out := run(t, sb, py("open('big.bin', 'wb').write(b'x' * (8 << 20))"))
 	wantStatus(t, out, sandbox.Failed)
-	if out.Error == nil || !strings.Contains(out.Error.Value, "No space left") {
+	if out.Error == nil || !strings.Contains(out.Error.Value, "No space left") || !strings.Contains(out.Error.Value, "workspace is full") {
 		t.Fatalf("error = %+v", out.Error)
 	}
 }
