@@ -40,8 +40,12 @@ func (r *Runner) execute(ctx context.Context, sb Sandbox, ex *Execution, before 
 		switch ev.Kind {
 		case sandbox.Stdout:
 			stdout.write(ev.Text)
+			r.publish(ctx, ex, EventStdout, map[string]string{"text": ev.Text})
 		case sandbox.Stderr:
 			stderr.write(ev.Text)
+			r.publish(ctx, ex, EventStderr, map[string]string{"text": ev.Text})
+		case sandbox.Result:
+			r.publish(ctx, ex, EventResult, ev.Rich)
 		}
 	})
 	// A canceled run was canceled by its user, unless the worker is stopping (or the
@@ -65,6 +69,9 @@ func (r *Runner) execute(ctx context.Context, sb Sandbox, ex *Execution, before 
 	if err := r.collect(ctx, sb, ex, out.Outputs, stdout, stderr); err != nil {
 		status, failure = Failed, sandboxError(err)
 	}
+	for _, f := range ex.Files {
+		r.publish(ctx, ex, EventFile, map[string]any{"name": f.Name, "size": f.Size, "content_type": f.ContentType, "sha256": f.SHA256})
+	}
 	if before != nil {
 		before(ctx, out)
 	}
@@ -86,6 +93,14 @@ func (r *Runner) putInputs(ctx context.Context, sb Sandbox, ex *Execution) error
 		return fmt.Errorf("put inputs: %w", err)
 	}
 	return nil
+}
+
+// publish streams an event of a running execution. Streaming is best effort: the
+// record, not the stream, is the source of truth.
+func (r *Runner) publish(ctx context.Context, ex *Execution, typ string, data any) {
+	if err := r.cfg.Records.Publish(context.WithoutCancel(ctx), ex.ID, typ, data); err != nil {
+		r.cfg.Logger.Warn("stream event", "execution", ex.ID, "err", err)
+	}
 }
 
 // finish records the end of ex. A record that already ended is left alone.

@@ -52,11 +52,13 @@ type Execution struct {
 	Status   Status `json:"status"`
 
 	// The request.
-	Code      string            `json:"code"`
-	Env       map[string]string `json:"env,omitempty"`
-	Inputs    []Input           `json:"inputs,omitempty"`
-	TimeoutMS int64             `json:"timeout_ms"`
-	Metadata  json.RawMessage   `json:"metadata,omitempty"`
+	Code       string            `json:"code"`
+	Env        map[string]string `json:"env,omitempty"`
+	Inputs     []Input           `json:"inputs,omitempty"`
+	TimeoutMS  int64             `json:"timeout_ms"`
+	Metadata   json.RawMessage   `json:"metadata,omitempty"`
+	WebhookURL string            `json:"webhook_url,omitempty"`
+	Webhook    *WebhookState     `json:"webhook,omitempty"` // delivery, when WebhookURL is set
 
 	// The outcome.
 	Stdout          string         `json:"stdout"`
@@ -74,6 +76,14 @@ type Execution struct {
 	DurationMS      *int64         `json:"duration_ms"`
 	Attempt         int            `json:"attempt,omitempty"` // worker attempts that reached the sandbox
 	Worker          string         `json:"worker,omitempty"`
+}
+
+// WebhookState is the delivery state of an execution's webhook.
+type WebhookState struct {
+	State      string `json:"state"` // pending, delivered or failed
+	Attempts   int    `json:"attempts"`
+	LastStatus int    `json:"last_status,omitempty"` // HTTP status of the last attempt
+	LastError  string `json:"last_error,omitempty"`
 }
 
 // Input is a file to place in the workspace before the code runs, already stored.

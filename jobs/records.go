@@ -27,6 +27,7 @@ type Records struct {
 	ttl        time.Duration // how long records live; artifacts live as long
 	idempotent time.Duration // how long an Idempotency-Key is remembered
 	beatTTL    time.Duration // a worker silent for longer is dead
+	onEnd      func(context.Context, *Execution)
 }
 
 // RecordsConfig configures [NewRecords].
@@ -34,6 +35,9 @@ type RecordsConfig struct {
 	Prefix       string        // namespaces every key; default "ci:"
 	TTL          time.Duration // how long records are kept; default 7 days
 	HeartbeatTTL time.Duration // a worker silent for longer is dead; default 15 s
+	// OnEnd, if set, is called after a record reaches a terminal status (once: only
+	// the transition that ends it calls it). It queues the webhook delivery.
+	OnEnd func(ctx context.Context, ex *Execution)
 }
 
 // NewRecords returns the record store (and, through it, the thread queues and the
@@ -44,6 +48,7 @@ func NewRecords(rdb redis.UniversalClient, cfg RecordsConfig) *Records {
 		rdb: rdb, prefix: cmp.Or(cfg.Prefix, "ci:"), ttl: ttl,
 		idempotent: max(24*time.Hour, min(ttl, 7*24*time.Hour)),
 		beatTTL:    cmp.Or(cfg.HeartbeatTTL, DefaultHeartbeatTTL),
+		onEnd:      cfg.OnEnd,
 	}
 }
 
@@ -154,15 +159,19 @@ func (r *Records) Transition(ctx context.Context, ex *Execution, from ...Status)
 	if err != nil {
 		return false, "", err
 	}
-	args := []any{string(ex.Status), data, ex.Status.Terminal(), ex.ID}
+	args := []any{string(ex.Status), data, ex.Status.Terminal(), ex.ID, int(eventTTL.Seconds())}
 	for _, s := range from {
 		args = append(args, string(s))
 	}
-	res, err := transitionScript.Run(ctx, r.rdb, []string{r.key(ex.ID), r.doneChannel()}, args...).StringSlice()
+	res, err := transitionScript.Run(ctx, r.rdb, []string{r.key(ex.ID), r.doneChannel(), r.eventsKey(ex.ID)}, args...).StringSlice()
 	if err != nil {
 		return false, "", fmt.Errorf("update execution %s: %w", ex.ID, err)
 	}
-	return res[0] == "ok", Status(res[1]), nil
+	ok = res[0] == "ok"
+	if ok && ex.Status.Terminal() && r.onEnd != nil {
+		r.onEnd(context.WithoutCancel(ctx), ex)
+	}
+	return ok, Status(res[1]), nil
 }
 
 func (r *Records) doneChannel() string { return r.prefix + "done" }

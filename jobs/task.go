@@ -56,7 +56,11 @@ func (e *Enqueuer) Enqueue(ctx context.Context, ex *Execution) error {
 	return nil
 }
 
-// RetryDelay is the asynq retry delay for execution tasks: short, since a user waits.
-func RetryDelay(n int, _ error, _ *asynq.Task) time.Duration {
+// RetryDelay is the asynq retry delay: short for executions, since a user waits;
+// from 10 s doubling to 10 min for webhooks, so delivery is tried for over an hour.
+func RetryDelay(n int, _ error, t *asynq.Task) time.Duration {
+	if t != nil && t.Type() == TypeWebhook {
+		return min(10*time.Second<<min(n, 10), 10*time.Minute)
+	}
 	return time.Duration(1<<min(n, 5)) * time.Second
 }

@@ -62,7 +62,11 @@ func run() error {
 	if err := config.WaitFor(ctx, "storage", func(ctx context.Context) error { return store.Init(ctx) }); err != nil {
 		return err
 	}
-	records := jobs.NewRecords(rdb, cfg.Records())
+	hooks, _ := cfg.Webhooks() // validated by Load
+	enqueuer := jobs.NewEnqueuer(queue)
+	rc := cfg.Records()
+	rc.OnEnd = jobs.WebhookOnEnd(enqueuer, log)
+	records := jobs.NewRecords(rdb, rc)
 	waiter := records.NewWaiter()
 	if err := config.WaitFor(ctx, "redis", waiter.Start); err != nil {
 		return err
@@ -71,7 +75,8 @@ func run() error {
 	workers := records.Workers()
 
 	srv := api.New(api.Config{
-		Records: records, Waiter: waiter, Queue: jobs.NewEnqueuer(queue), Store: store, Keys: keys, Logger: log,
+		Records: records, Waiter: waiter, Queue: enqueuer, Store: store, Keys: keys, Logger: log,
+		WebhookTenants: tenantSet(hooks.Secrets), WebhookGuard: hooks.Guard,
 		Limits: api.Limits{
 			MaxRequestBytes: cfg.MaxRequestBytes, MaxUploadBytes: cfg.WorkspaceMB << 20, WorkspaceBytes: cfg.WorkspaceMB << 20,
 			DefaultTimeoutMS: cfg.TimeoutMS, MaxTimeoutMS: cfg.MaxTimeoutMS,
@@ -101,4 +106,12 @@ func run() error {
 	sctx, cancel := context.WithTimeout(context.Background(), 65*time.Second) // lets long-polls answer
 	defer cancel()
 	return hs.Shutdown(sctx)
+}
+
+func tenantSet(secrets map[string]string) map[string]bool {
+	set := make(map[string]bool, len(secrets))
+	for t := range secrets {
+		set[t] = true
+	}
+	return set
 }

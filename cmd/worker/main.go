@@ -58,15 +58,21 @@ func run() error {
 		return err
 	}
 
+	queue := asynq.NewClientFromRedisClient(rdb)
+	defer queue.Close()
+	hooks, _ := cfg.Webhooks() // validated by Load
+	rc := cfg.Records()
+	rc.OnEnd = jobs.WebhookOnEnd(jobs.NewEnqueuer(queue), log)
+	records := jobs.NewRecords(rdb, rc)
 	runner := jobs.NewRunner(jobs.RunnerConfig{
-		Records: jobs.NewRecords(rdb, cfg.Records()), Artifacts: store,
+		Records: records, Artifacts: store,
 		Runtime: worker.Runtime{D: runtime}, Limits: cfg.Limits(), WarmPool: cfg.WarmPool,
 		MaxSandboxes: cfg.MaxSandboxes, MaxPerTenant: cfg.MaxSandboxesPerTenant,
 		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, MaxLog: cfg.MaxLogBytes, Logger: log,
 	})
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:       cfg.Concurrency,
-		Queues:            map[string]int{jobs.QueueExecutions: 1},
+		Queues:            map[string]int{jobs.QueueExecutions: 2, jobs.QueueWebhooks: 1},
 		TaskCheckInterval: cfg.TaskCheckInterval,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		RetryDelayFunc:    jobs.RetryDelay,
@@ -74,6 +80,10 @@ func run() error {
 	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeRun, runner.ProcessOneOff)
+	mux.Handle(jobs.TypeWebhook, &jobs.Webhooks{
+		Records: records, Presigner: store, Secrets: hooks.Secrets,
+		Client: hooks.Guard.Client(cfg.WebhookTimeout), Logger: log,
+	})
 
 	if err := runner.Start(ctx); err != nil {
 		return err

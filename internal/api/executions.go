@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -52,10 +54,16 @@ func (s *Server) createExecution(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkWebhook(tenant, req.WebhookURL); err != nil {
+		return err
+	}
 	ex := &jobs.Execution{
 		ID: s.cfg.NewID(), Tenant: tenant, ThreadID: deref(req.ThreadID), Language: req.Language, Status: jobs.Queued,
 		Code: *req.Code, Env: req.Env, TimeoutMS: *req.TimeoutMS, Metadata: req.Metadata,
-		CreatedAt: s.cfg.Now().UTC(),
+		CreatedAt: s.cfg.Now().UTC(), WebhookURL: req.WebhookURL,
+	}
+	if ex.WebhookURL != "" {
+		ex.Webhook = &jobs.WebhookState{State: "pending"}
 	}
 	if ex.Inputs, err = s.storeInputs(c, ex, files); err != nil {
 		return err
@@ -97,6 +105,23 @@ func (s *Server) withdraw(ctx context.Context, ex *jobs.Execution, idemKey strin
 	_ = s.cfg.Records.ForgetIdempotencyKey(ctx, ex.Tenant, idemKey)
 }
 
+// checkWebhook refuses a webhook the tenant cannot have: without a signing secret,
+// or aimed at an address literal that deliveries may not reach. Names are checked
+// when delivering, after DNS.
+func (s *Server) checkWebhook(tenant, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	if !s.cfg.WebhookTenants[tenant] {
+		return invalid("webhook_url", "webhooks are not enabled for this tenant: the operator has configured no signing secret for it")
+	}
+	u, _ := url.Parse(raw)
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && !s.cfg.WebhookGuard.Permitted(ip) {
+		return invalid("webhook_url", "targets %s, a loopback, private, link-local or otherwise internal address", ip)
+	}
+	return nil
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -118,7 +143,7 @@ func (s *Server) replay(c echo.Context, tenant, id string, sameRequest bool) err
 }
 
 func (s *Server) respondCreated(c echo.Context, ex *jobs.Execution) error {
-	v, err := s.view(c.Request().Context(), ex)
+	v, err := jobs.Render(c.Request().Context(), ex, s.cfg.Store)
 	if err != nil {
 		return err
 	}
@@ -180,7 +205,7 @@ func (s *Server) getExecution(c echo.Context) error {
 			return err
 		}
 	}
-	v, err := s.view(ctx, ex)
+	v, err := jobs.Render(ctx, ex, s.cfg.Store)
 	if err != nil {
 		return err
 	}
@@ -220,7 +245,7 @@ func (s *Server) cancelExecution(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.view(ctx, ex)
+	v, err := jobs.Render(ctx, ex, s.cfg.Store)
 	if err != nil {
 		return err
 	}
@@ -253,9 +278,9 @@ func (s *Server) listExecutions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]*executionView, 0, len(items))
+	views := make([]*jobs.View, 0, len(items))
 	for _, ex := range items {
-		v, err := s.view(ctx, ex)
+		v, err := jobs.Render(ctx, ex, s.cfg.Store)
 		if err != nil {
 			return err
 		}

@@ -47,10 +47,14 @@ type Config struct {
 	Store   Storage
 	Keys    *Keys
 	Limits  Limits
-	Ready   []Check
-	Logger  *slog.Logger
-	NewID   func() string
-	Now     func() time.Time
+	// Webhooks: the tenants that may use them (those with a signing secret) and the
+	// addresses they may target.
+	WebhookTenants map[string]bool
+	WebhookGuard   jobs.WebhookGuard
+	Ready          []Check
+	Logger         *slog.Logger
+	NewID          func() string
+	Now            func() time.Time
 }
 
 // Server answers the HTTP API.
@@ -83,6 +87,7 @@ func New(cfg Config) *Server {
 	v1.GET("/executions", s.listExecutions)
 	v1.GET("/executions/:id", s.getExecution)
 	v1.POST("/executions/:id/cancel", s.cancelExecution)
+	v1.GET("/executions/:id/events", s.events)
 	v1.GET("/threads/:id", s.getThread)
 	v1.DELETE("/threads/:id", s.deleteThread)
 	v1.PUT("/threads/:id/files/*", s.putThreadFile, bodyLimit(cfg.Limits.MaxUploadBytes))

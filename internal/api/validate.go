@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -93,8 +94,8 @@ func (r *createRequest) validate(lim Limits) ([]validFile, error) {
 	if err := validateEnv(r.Env); err != nil {
 		return nil, err
 	}
-	if r.WebhookURL != "" {
-		return nil, invalid("webhook_url", "webhooks are not available yet; poll GET /v1/executions/{id}?wait=60s instead")
+	if err := validateWebhookURL(r.WebhookURL); err != nil {
+		return nil, err
 	}
 	if len(r.Metadata) > maxMetadataBytes {
 		return nil, tooLarge("metadata", "is %d bytes; the limit is %d (16 KiB)", len(r.Metadata), maxMetadataBytes)
@@ -103,6 +104,20 @@ func (r *createRequest) validate(lim Limits) ([]validFile, error) {
 		r.Metadata = json.RawMessage("{}")
 	}
 	return validateFiles(r.Files, lim)
+}
+
+func validateWebhookURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case len(raw) > 2048:
+		return invalid("webhook_url", "is longer than 2048 characters")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return invalid("webhook_url", "must be an absolute http or https URL")
+	}
+	return nil
 }
 
 func validThread(field, id string) error {

@@ -63,6 +63,10 @@ type Config struct {
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"60s"`
 	MetricsAddr       string        `env:"METRICS_ADDR" envDefault:":9091"`
 
+	WebhookSecrets string        `env:"WEBHOOK_SECRETS"`
+	WebhookAllow   string        `env:"WEBHOOK_ALLOW"`
+	WebhookTimeout time.Duration `env:"WEBHOOK_TIMEOUT" envDefault:"10s"`
+
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
 }
@@ -136,6 +140,9 @@ func (c Config) validate() error {
 	check(c.JanitorInterval >= 100*time.Millisecond, "CODEINTERP_JANITOR_INTERVAL %s: want at least 100ms", c.JanitorInterval)
 	check(c.Concurrency >= 1, "CODEINTERP_WORKER_CONCURRENCY %d: want at least 1", c.Concurrency)
 	check(c.TaskCheckInterval >= 10*time.Millisecond, "CODEINTERP_TASK_CHECK_INTERVAL %s: want at least 10ms", c.TaskCheckInterval)
+	_, err = c.Webhooks()
+	check(err == nil, "%v", err)
+	check(c.WebhookTimeout >= time.Second, "CODEINTERP_WEBHOOK_TIMEOUT %s: want at least 1s", c.WebhookTimeout)
 	check(c.LogLevel == "debug" || c.LogLevel == "info" || c.LogLevel == "warn" || c.LogLevel == "error", "CODEINTERP_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "CODEINTERP_LOG_FORMAT %q: want text or json", c.LogFormat)
 	return errors.Join(errs...)

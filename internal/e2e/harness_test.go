@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"sync"
 	"testing"
@@ -56,6 +57,7 @@ type stackOptions struct {
 	shutdownTimeout time.Duration
 	concurrency     int
 	noWorkers       bool // the test starts its own (worker processes)
+	webhookAllow    []netip.Prefix
 	warmPool        int
 	maxSandboxes    int
 	maxPerTenant    int
@@ -77,6 +79,8 @@ func (w *testWorker) stop(timeout time.Duration) {
 		w.runner.Shutdown(ctx)
 	})
 }
+
+const webhookSecret = "whsec_test_0123456789"
 
 // heartbeatTTL is short in tests, so a dead worker's threads move on quickly.
 const heartbeatTTL = 2 * time.Second
@@ -106,17 +110,19 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 	}
 	t.Cleanup(func() { s.removeSandboxes() })
 
-	s.records = jobs.NewRecords(rdb, jobs.RecordsConfig{Prefix: "ci:", TTL: time.Hour, HeartbeatTTL: heartbeatTTL})
+	queue := asynq.NewClientFromRedisClient(rdb)
+	t.Cleanup(func() { queue.Close() })
+	s.records = jobs.NewRecords(rdb, jobs.RecordsConfig{Prefix: "ci:", TTL: time.Hour, HeartbeatTTL: heartbeatTTL,
+		OnEnd: jobs.WebhookOnEnd(jobs.NewEnqueuer(queue), discardLogger)})
 	waiter := s.records.NewWaiter()
 	if err := waiter.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(waiter.Shutdown)
 	keys, _ := api.ParseKeys("acme:key-a,globex:key-b", "")
-	queue := asynq.NewClientFromRedisClient(rdb)
-	t.Cleanup(func() { queue.Close() })
 	srv := httptest.NewServer(api.New(api.Config{
 		Records: s.records, Waiter: waiter, Queue: jobs.NewEnqueuer(queue), Store: store, Keys: keys,
+		WebhookTenants: map[string]bool{"acme": true}, WebhookGuard: jobs.WebhookGuard{Allow: opt.webhookAllow},
 		Limits: api.Limits{MaxRequestBytes: 8 << 20, MaxUploadBytes: 8 << 20, WorkspaceBytes: 8 << 20, DefaultTimeoutMS: 30000, MaxTimeoutMS: 60000},
 	}))
 	t.Cleanup(srv.Close)
@@ -146,12 +152,23 @@ func (s *stack) addWorker() *testWorker {
 		t.Fatal(err)
 	}
 	srv := asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
-		Concurrency: 4, Queues: map[string]int{jobs.QueueExecutions: 1},
+		Concurrency: 4,
 		TaskCheckInterval: 20 * time.Millisecond, ShutdownTimeout: s.opt.shutdownTimeout,
-		RetryDelayFunc: jobs.RetryDelay, Logger: worker.AsynqLogger{L: discardLogger},
+		Queues: map[string]int{jobs.QueueExecutions: 1, jobs.QueueWebhooks: 1},
+		RetryDelayFunc: func(n int, err error, task *asynq.Task) time.Duration {
+			if task.Type() == jobs.TypeWebhook {
+				return 100 * time.Millisecond // production backs off for an hour: see jobs
+			}
+			return jobs.RetryDelay(n, err, task)
+		},
+		Logger: worker.AsynqLogger{L: discardLogger},
 	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeRun, runner.ProcessOneOff)
+	mux.Handle(jobs.TypeWebhook, &jobs.Webhooks{
+		Records: s.records, Presigner: s.store, Secrets: map[string]string{"acme": webhookSecret},
+		Client: jobs.WebhookGuard{Allow: s.opt.webhookAllow}.Client(5 * time.Second), Logger: discardLogger,
+	})
 	if err := srv.Start(mux); err != nil {
 		t.Fatal(err)
 	}

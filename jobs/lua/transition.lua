@@ -1,17 +1,24 @@
--- Saves a record if its stored status is one of the expected ones.
--- KEYS[1] record key, KEYS[2] done channel
--- ARGV: new_status, json, is_terminal, id, expected_status...
+-- Saves a record if its stored status is one of the expected ones, and appends the
+-- change to the execution's event stream (and, when it ended, announces that), in
+-- the same atomic step, so a stream reader never misses the end.
+-- KEYS[1] record key, KEYS[2] done channel, KEYS[3] event stream
+-- ARGV: new_status, json, is_terminal, id, stream_ttl_s, expected_status...
 -- Returns {"ok"|"no", stored_status}.
 local current = redis.call("HGET", KEYS[1], "status")
 if not current then
   return {"no", ""}
 end
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   if ARGV[i] == current then
     redis.call("HSET", KEYS[1], "status", ARGV[1], "json", ARGV[2])
+    if ARGV[1] ~= current then
+      redis.call("XADD", KEYS[3], "MAXLEN", "~", "10000", "*", "type", "status", "data", '{"status":"' .. ARGV[1] .. '"}')
+    end
     if ARGV[3] == "1" then
+      redis.call("XADD", KEYS[3], "*", "type", "done", "data", "{}")
       redis.call("PUBLISH", KEYS[2], ARGV[4])
     end
+    redis.call("EXPIRE", KEYS[3], ARGV[5])
     return {"ok", current}
   end
 end

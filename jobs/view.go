@@ -1,0 +1,86 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"path"
+	"time"
+
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// Presigner makes download URLs; *storage.Store provides it.
+type Presigner interface {
+	PresignGet(ctx context.Context, key, filename string) (string, time.Time, error)
+}
+
+// View is the execution object of the API contract, as GET /v1/executions/{id}
+// answers it and webhooks deliver it.
+type View struct {
+	ID              string          `json:"id"`
+	ThreadID        *string         `json:"thread_id"`
+	Language        string          `json:"language"`
+	Status          Status          `json:"status"`
+	Stdout          string          `json:"stdout"`
+	Stderr          string          `json:"stderr"`
+	StdoutTruncated bool            `json:"stdout_truncated"`
+	StderrTruncated bool            `json:"stderr_truncated"`
+	Results         []sandbox.Rich  `json:"results"`
+	Error           *sandbox.Error  `json:"error"`
+	ExitCode        *int            `json:"exit_code"`
+	Files           []FileView      `json:"files"`
+	Sandbox         SandboxInfo     `json:"sandbox"`
+	CreatedAt       time.Time       `json:"created_at"`
+	StartedAt       *time.Time      `json:"started_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	DurationMS      *int64          `json:"duration_ms"`
+	Metadata        json.RawMessage `json:"metadata"`
+	Webhook         *WebhookState   `json:"webhook,omitempty"`
+}
+
+// FileView is a produced file in a View.
+type FileView struct {
+	Name        string    `json:"name"`
+	Size        int64     `json:"size"`
+	ContentType string    `json:"content_type"`
+	SHA256      string    `json:"sha256"`
+	URL         string    `json:"url"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+// Render renders ex for a client, with freshly presigned download URLs: links stay
+// valid for the URL TTL from each read, for as long as the artifacts are kept.
+func Render(ctx context.Context, ex *Execution, p Presigner) (*View, error) {
+	v := &View{
+		ID: ex.ID, Language: ex.Language, Status: ex.Status,
+		Stdout: ex.Stdout, Stderr: ex.Stderr, StdoutTruncated: ex.StdoutTruncated, StderrTruncated: ex.StderrTruncated,
+		Results: ex.Results, Error: ex.Error, ExitCode: ex.ExitCode, Files: []FileView{}, Sandbox: ex.Sandbox,
+		CreatedAt: ex.CreatedAt.UTC(), StartedAt: utc(ex.StartedAt), FinishedAt: utc(ex.FinishedAt),
+		DurationMS: ex.DurationMS, Metadata: ex.Metadata, Webhook: ex.Webhook,
+	}
+	if ex.ThreadID != "" {
+		v.ThreadID = &ex.ThreadID
+	}
+	if v.Results == nil {
+		v.Results = []sandbox.Rich{}
+	}
+	if len(v.Metadata) == 0 {
+		v.Metadata = json.RawMessage("{}")
+	}
+	for _, f := range ex.Files {
+		url, expires, err := p.PresignGet(ctx, f.Key, path.Base(f.Name))
+		if err != nil {
+			return nil, err
+		}
+		v.Files = append(v.Files, FileView{Name: f.Name, Size: f.Size, ContentType: f.ContentType, SHA256: f.SHA256, URL: url, ExpiresAt: expires})
+	}
+	return v, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
