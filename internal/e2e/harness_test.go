@@ -152,7 +152,7 @@ func (s *stack) addWorker() *testWorker {
 		t.Fatal(err)
 	}
 	srv := asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
-		Concurrency: 4,
+		Concurrency:       4,
 		TaskCheckInterval: 20 * time.Millisecond, ShutdownTimeout: s.opt.shutdownTimeout,
 		Queues: map[string]int{jobs.QueueExecutions: 1, jobs.QueueWebhooks: 1},
 		RetryDelayFunc: func(n int, err error, task *asynq.Task) time.Duration {
