@@ -61,13 +61,13 @@ func (r *Records) Expire(ctx context.Context, now time.Time) (int64, error) {
 	dropped += n
 	// Listing indexes sort by id, and ids begin with their creation time.
 	oldest := "(ex_" + strings.ToLower(ulid.MustNew(ulid.Timestamp(cutoff), zeroEntropy{}).String())
-	for _, pattern := range []string{r.prefix + "ten:*:ex", r.prefix + "t:*:ex", r.prefix + "live:*"} {
+	for _, pattern := range []string{r.prefix + "ten:*:ex", r.prefix + "t:*:ex", r.prefix + "live:*", r.prefix + "ten:*:threads"} {
 		iter := r.rdb.Scan(ctx, 0, pattern, 500).Iterator()
 		for iter.Next(ctx) {
 			key := iter.Val()
 			var n int64
 			var err error
-			if strings.HasPrefix(key, r.prefix+"live:") {
+			if strings.HasPrefix(key, r.prefix+"live:") || strings.HasSuffix(key, ":threads") {
 				n, err = r.rdb.ZRemRangeByScore(ctx, key, "-inf", "("+strconv.FormatInt(cutoff.UnixMilli(), 10)).Result()
 			} else {
 				n, err = r.rdb.ZRemRangeByLex(ctx, key, "-", oldest).Result()

@@ -98,6 +98,7 @@ func (r *Runner) deleteThreadOp(ctx context.Context, th *thread) error {
 	pipe := r.cfg.Records.rdb.TxPipeline()
 	pipe.Del(ctx, r.cfg.Records.thread(tk, "meta"))
 	pipe.ZRem(ctx, r.cfg.Records.activeKey(), tk)
+	pipe.ZRem(ctx, r.cfg.Records.tenantThreadsKey(th.tenant), th.id)
 	_, err := pipe.Exec(ctx)
 	return err
 }
@@ -116,7 +117,31 @@ type ThreadState struct {
 func (r *Runner) markActive(ctx context.Context, th *thread) {
 	now := r.cfg.Now()
 	r.setThreadState(ctx, th, "last_active_at", now.UTC().Format(time.RFC3339Nano), "sandbox", "running")
-	r.cfg.Records.rdb.ZAdd(context.WithoutCancel(ctx), r.cfg.Records.activeKey(), zmember(now, ThreadKey(th.tenant, th.id)))
+	pipe := r.cfg.Records.rdb.Pipeline()
+	pipe.ZAdd(context.WithoutCancel(ctx), r.cfg.Records.activeKey(), zmember(now, ThreadKey(th.tenant, th.id)))
+	pipe.ZAdd(context.WithoutCancel(ctx), r.cfg.Records.tenantThreadsKey(th.tenant), zmember(now, th.id))
+	_, _ = pipe.Exec(context.WithoutCancel(ctx))
+}
+
+func (r *Records) tenantThreadsKey(tenant string) string { return r.prefix + "ten:" + tenant + ":threads" }
+
+// ThreadSummary is one entry of a tenant's thread list.
+type ThreadSummary struct {
+	ID           string
+	LastActiveAt time.Time
+}
+
+// TenantThreads returns up to limit of a tenant's threads, most recently active first.
+func (r *Records) TenantThreads(ctx context.Context, tenant string, limit int) ([]ThreadSummary, error) {
+	zs, err := r.rdb.ZRevRangeWithScores(ctx, r.tenantThreadsKey(tenant), 0, int64(limit)-1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", err)
+	}
+	out := make([]ThreadSummary, 0, len(zs))
+	for _, z := range zs {
+		out = append(out, ThreadSummary{ID: z.Member.(string), LastActiveAt: time.UnixMilli(int64(z.Score)).UTC()})
+	}
+	return out, nil
 }
 
 func (r *Records) activeKey() string { return r.prefix + "active" }

@@ -43,6 +43,7 @@ func (q *fakeQueue) Enqueue(_ context.Context, ex *jobs.Execution) error {
 
 type bundle struct {
 	srv     *httptest.Server
+	http    *http.Client // validates every response against openapi.json
 	records *jobs.Records
 	store   *storage.Store
 	queue   *fakeQueue
@@ -77,6 +78,7 @@ func setup(t *testing.T) *bundle {
 		Ready:  []api.Check{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}},
 	}))
 	t.Cleanup(b.srv.Close)
+	b.http = testenv.OpenAPIClient(t, b.srv.URL)
 	return b
 }
 
@@ -101,7 +103,7 @@ func (b *bundle) do(t *testing.T, method, path, key, body string, header ...stri
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := b.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +284,7 @@ func TestUploadAndReference(t *testing.T) {
 	b := setup(t)
 	req, _ := http.NewRequest("POST", b.srv.URL+"/v1/files?name=data/in.csv", strings.NewReader("a,b\n1,2\n"))
 	req.Header.Set("Authorization", "Bearer key-a")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := b.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +306,7 @@ func TestUploadAndReference(t *testing.T) {
 	}
 	big, _ := http.NewRequest("POST", b.srv.URL+"/v1/files?name=big.bin", strings.NewReader(strings.Repeat("z", 65<<10)))
 	big.Header.Set("Authorization", "Bearer key-a")
-	resp, err = http.DefaultClient.Do(big)
+	resp, err = b.http.Do(big)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +330,7 @@ func TestHealthAndErrors(t *testing.T) {
 	} else if code, _ := r.errorField(); code != "not_found" {
 		t.Fatalf("unknown route code %q", code)
 	}
-	resp, err := http.Get(b.srv.URL + "/metrics")
+	resp, err := b.http.Get(b.srv.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

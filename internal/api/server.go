@@ -81,6 +81,7 @@ func New(cfg Config) *Server {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(metricsHandler()))
+	e.GET("/openapi.json", openapi)
 
 	v1 := e.Group("/v1", authenticate(cfg.Keys))
 	v1.POST("/executions", s.createExecution, bodyLimit(cfg.Limits.MaxRequestBytes))
@@ -88,6 +89,7 @@ func New(cfg Config) *Server {
 	v1.GET("/executions/:id", s.getExecution)
 	v1.POST("/executions/:id/cancel", s.cancelExecution)
 	v1.GET("/executions/:id/events", s.events)
+	v1.GET("/threads", s.listThreads)
 	v1.GET("/threads/:id", s.getThread)
 	v1.DELETE("/threads/:id", s.deleteThread)
 	v1.PUT("/threads/:id/files/*", s.putThreadFile, bodyLimit(cfg.Limits.MaxUploadBytes))

@@ -32,6 +32,27 @@ type fileEntry struct {
 	ModifiedAt time.Time `json:"modified_at"`
 }
 
+// listThreads is GET /v1/threads: the tenant's threads, most recently active first.
+func (s *Server) listThreads(c echo.Context) error {
+	limit := 100
+	if l := c.QueryParam("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return invalid("limit", "must be between 1 and 1000")
+		}
+		limit = n
+	}
+	threads, err := s.cfg.Records.TenantThreads(c.Request().Context(), tenantOf(c), limit)
+	if err != nil {
+		return err
+	}
+	items := make([]map[string]any, 0, len(threads))
+	for _, t := range threads {
+		items = append(items, map[string]any{"id": t.ID, "last_active_at": t.LastActiveAt})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items})
+}
+
 // getThread is GET /v1/threads/{id}.
 func (s *Server) getThread(c echo.Context) error {
 	ctx, tenant, id := c.Request().Context(), tenantOf(c), c.Param("id")

@@ -164,7 +164,7 @@ func (s *stack) readEvents(t *testing.T, id, lastID string, stop func(sseEvent) 
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,7 +172,7 @@ func (s *stack) threadFile(t *testing.T, thread, name string) string {
 	t.Helper()
 	req, _ := http.NewRequest("GET", s.url+"/v1/threads/"+thread+"/files/"+name+"?inline=1", nil)
 	req.Header.Set("Authorization", "Bearer key-a")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

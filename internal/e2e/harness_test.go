@@ -50,6 +50,7 @@ type stack struct {
 
 	storageConfig storage.Config
 	janitors      int
+	http          *http.Client // checks every API response against openapi.json
 }
 
 type stackOptions struct {
@@ -127,6 +128,7 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 	}))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
+	s.http = testenv.OpenAPIClient(t, srv.URL)
 	if !opt.noWorkers {
 		s.addWorker()
 	}
@@ -210,7 +212,7 @@ func (s *stack) callAs(t *testing.T, key, method, path string, body any, out any
 	req, _ := http.NewRequest(method, s.url+path, rd)
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

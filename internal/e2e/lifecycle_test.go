@@ -103,7 +103,7 @@ func TestIdleSandboxReapedThenRestored(t *testing.T) {
 	// DELETE removes sandbox and snapshot: nothing comes back.
 	req, _ := http.NewRequest("DELETE", s.url+"/v1/threads/reap", nil)
 	req.Header.Set("Authorization", "Bearer key-a")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

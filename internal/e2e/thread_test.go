@@ -175,7 +175,7 @@ func TestThreadEndpoints(t *testing.T) {
 	// PUT a file, in order: the next execution sees it.
 	req, _ := http.NewRequest("PUT", s.url+"/v1/threads/files-1/files/data/in.csv", strings.NewReader("a,b\n1,2\n"))
 	req.Header.Set("Authorization", "Bearer key-a")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestThreadEndpoints(t *testing.T) {
 	}
 
 	// GET a file: a redirect to a presigned URL, or the bytes inline.
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	noRedirect := &http.Client{Transport: s.http.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, _ = http.NewRequest("GET", s.url+"/v1/threads/files-1/files/outputs/out.csv", nil)
 	req.Header.Set("Authorization", "Bearer key-a")
 	resp, err = noRedirect.Do(req)
@@ -219,7 +219,7 @@ func TestThreadEndpoints(t *testing.T) {
 	}
 	req, _ = http.NewRequest("GET", s.url+"/v1/threads/files-1/files/data/in.csv?inline=1", nil)
 	req.Header.Set("Authorization", "Bearer key-a")
-	resp, err = http.DefaultClient.Do(req)
+	resp, err = s.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestThreadEndpoints(t *testing.T) {
 	// DELETE removes sandbox and workspace; the thread can start over.
 	req, _ = http.NewRequest("DELETE", s.url+"/v1/threads/files-1", nil)
 	req.Header.Set("Authorization", "Bearer key-a")
-	resp, err = http.DefaultClient.Do(req)
+	resp, err = s.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
