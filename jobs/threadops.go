@@ -123,7 +123,9 @@ func (r *Runner) markActive(ctx context.Context, th *thread) {
 	_, _ = pipe.Exec(context.WithoutCancel(ctx))
 }
 
-func (r *Records) tenantThreadsKey(tenant string) string { return r.prefix + "ten:" + tenant + ":threads" }
+func (r *Records) tenantThreadsKey(tenant string) string {
+	return r.prefix + "ten:" + tenant + ":threads"
+}
 
 // ThreadSummary is one entry of a tenant's thread list.
 type ThreadSummary struct {
