@@ -11,7 +11,7 @@ import (
 // lifecycle measures resuming a paused sandbox, a new thread's first execution with
 // and without the warm pool, and what idle and paused sandboxes cost in memory. It
 // needs the stack started with a short CODEINTERP_IDLE_PAUSE (make bench does that).
-func lifecycle(c *client, t *table, n int) error {
+func lifecycle(c bench, t *table, n int) error {
 	thread := fmt.Sprintf("pause-%d", time.Now().UnixNano())
 	if _, _, err := c.run(map[string]any{"thread_id": thread, "code": "import pandas as pd\nx = 1"}); err != nil {
 		return err
@@ -71,7 +71,7 @@ func lifecycle(c *client, t *table, n int) error {
 
 // newThreads times the first execution of fresh threads, pausing between them so a
 // warm pool can refill.
-func newThreads(c *client, n int, gap time.Duration) (sample, error) {
+func newThreads(c bench, n int, gap time.Duration) (sample, error) {
 	time.Sleep(gap)
 	return measure(n, func() (time.Duration, error) {
 		_, d, err := c.run(map[string]any{"thread_id": fmt.Sprintf("new-%d", time.Now().UnixNano()), "code": "print(1)"})
@@ -80,14 +80,14 @@ func newThreads(c *client, n int, gap time.Duration) (sample, error) {
 	})
 }
 
-func waitPaused(c *client, thread string) error {
+func waitPaused(c bench, thread string) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
-		var th struct{ Sandbox string }
-		if err := c.call("GET", "/v1/threads/"+thread, nil, &th); err != nil {
+		state, err := c.threadSandbox(thread)
+		if err != nil {
 			return err
 		}
-		if th.Sandbox == "paused" {
+		if state == "paused" {
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)

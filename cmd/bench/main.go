@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/codeinterp/codeinterp/client"
 )
 
 func main() {
@@ -18,7 +20,7 @@ func main() {
 	n := flag.Int("n", 20, "runs per measurement")
 	flag.Parse()
 
-	c := &client{base: *url, key: *key}
+	c := bench{c: client.New(*url, *key)}
 	t := &table{}
 	if err := run(c, t, *image, *n); err != nil {
 		t.print()
@@ -28,7 +30,7 @@ func main() {
 	t.print()
 }
 
-func run(c *client, t *table, image string, n int) error {
+func run(c bench, t *table, image string, n int) error {
 	fmt.Fprintf(os.Stderr, "measuring (%d runs each)…\n", n)
 	// First, while nothing has run yet: what an idle stack costs Redis.
 	if err := idleRedis(t, 10*time.Second); err != nil {

@@ -13,7 +13,7 @@ df.groupby("k")["v"].mean().plot.bar()
 plt.savefig("outputs/chart.png")
 print(len(df))`
 
-func oneOff(c *client, t *table, n int) error {
+func oneOff(c bench, t *table, n int) error {
 	var pickup sample
 	s, err := measure(n, func() (time.Duration, error) {
 		ex, d, err := c.run(map[string]any{"code": "print(1)"})

@@ -13,7 +13,7 @@ df = pd.DataFrame({"k": rng.integers(0, 100, 100_000), "v": rng.random(100_000)}
 const groupby = `df.groupby("k")["v"].mean().sum()`
 
 // threads measures the warm path: executions on a thread whose sandbox is running.
-func threads(c *client, t *table, n int) error {
+func threads(c bench, t *table, n int) error {
 	thread := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	if _, _, err := c.run(map[string]any{"thread_id": thread, "code": "print(1)"}); err != nil {
 		return fmt.Errorf("new thread: %w", err)
@@ -57,7 +57,7 @@ func threads(c *client, t *table, n int) error {
 }
 
 // throughput keeps 20 threads busy at once, each running executions back to back.
-func throughput(c *client, t *table, threads, each int) error {
+func throughput(c bench, t *table, threads, each int) error {
 	prefix := fmt.Sprintf("busy-%d", time.Now().UnixNano())
 	var wg sync.WaitGroup
 	errs := make(chan error, threads)

@@ -4,15 +4,13 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/base64"
-	"encoding/json"
+	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"time"
+
+	"github.com/codeinterp/codeinterp/client"
 )
 
 const code = `import pandas as pd
@@ -46,33 +44,18 @@ func main() {
 }
 
 func run() error {
-	base := cmp.Or(os.Getenv("CODEINTERP_URL"), "http://localhost:8080")
-	key := cmp.Or(os.Getenv("CODEINTERP_API_KEY"), "demo-key")
-	body, _ := json.Marshal(map[string]any{
-		"code":  code,
-		"files": []map[string]string{{"name": "data/sales.csv", "content_base64": base64.StdEncoding.EncodeToString([]byte(csv))}},
-	})
-	var ex struct {
-		ID, Status, Stdout, Stderr string
-		Error                      *struct{ Name, Value, Traceback string }
-		DurationMS                 int64 `json:"duration_ms"`
-		Files                      []struct {
-			Name, URL string
-			Size      int64
-			ExpiresAt time.Time `json:"expires_at"`
-		}
-	}
+	c := client.New(cmp.Or(os.Getenv("CODEINTERP_URL"), "http://localhost:8080"), cmp.Or(os.Getenv("CODEINTERP_API_KEY"), "demo-key"))
+	ctx := context.Background()
 	start := time.Now()
-	if err := call("POST", base+"/v1/executions", key, body, &ex); err != nil {
+	ex, err := c.Submit(ctx, client.RunRequest{Code: code, Files: []client.InputFile{{Name: "data/sales.csv", Content: []byte(csv)}}})
+	if err != nil {
 		return err
 	}
 	fmt.Printf("queued %s\n", ex.ID)
-	for ex.Status == "queued" || ex.Status == "running" {
-		if err := call("GET", base+"/v1/executions/"+ex.ID+"?wait=30s", key, nil, &ex); err != nil {
-			return err
-		}
+	if ex, err = c.Wait(ctx, ex.ID); err != nil {
+		return err
 	}
-	fmt.Printf("%s in %s (code ran %d ms)\n\n%s\n", ex.Status, time.Since(start).Round(time.Millisecond), ex.DurationMS, ex.Stdout)
+	fmt.Printf("%s in %s (code ran %d ms)\n\n%s\n", ex.Status, time.Since(start).Round(time.Millisecond), *ex.DurationMS, ex.Stdout)
 	if ex.Status != "succeeded" {
 		if ex.Error != nil {
 			return fmt.Errorf("%s: %s\n%s", ex.Error.Name, ex.Error.Value, ex.Error.Traceback)
@@ -80,35 +63,21 @@ func run() error {
 		return fmt.Errorf("execution %s", ex.Status)
 	}
 	for _, f := range ex.Files {
-		resp, err := http.Get(f.URL)
-		if err != nil {
-			return err
+		var n countingWriter
+		if err := c.Download(ctx, f.URL, &n); err != nil {
+			return fmt.Errorf("download %s: %w", f.Name, err)
 		}
-		n, _ := io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || n != f.Size {
-			return fmt.Errorf("download %s: HTTP %d, %d bytes", f.Name, resp.StatusCode, n)
+		if int64(n) != f.Size {
+			return fmt.Errorf("download %s: %d bytes, want %d", f.Name, n, f.Size)
 		}
 		fmt.Printf("%s (%d bytes, link valid until %s):\n  %s\n", f.Name, f.Size, f.ExpiresAt.Format(time.RFC3339), f.URL)
 	}
 	return nil
 }
 
-func call(method, url, key string, body []byte, out any) error {
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, b)
-	}
-	return json.Unmarshal(b, out)
+type countingWriter int64
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	*w += countingWriter(len(p))
+	return len(p), nil
 }
