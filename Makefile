@@ -6,7 +6,7 @@ COMPOSE ?= docker-compose
 API_URL ?= http://localhost:8080
 export TESTCONTAINERS_RYUK_DISABLED := true
 
-.PHONY: images up demo down logs test test-short bench lint clean-test
+.PHONY: images up demo down logs test bench lint clean-test cli
 
 images: ## build every image (skips those whose inputs did not change)
 	deploy/images.sh
@@ -53,6 +53,9 @@ bench: images ## latency, throughput and costs on a fresh stack, beside raw Dock
 	  docker ps -aq --filter label=codeinterp.install=cibench | xargs -r docker rm -f >/dev/null; \
 	  docker volume ls -q --filter label=codeinterp.install=cibench | xargs -r docker volume rm -f >/dev/null; \
 	  exit $$status
+
+cli: ## build the command line into bin/codeinterp
+	go build -o bin/codeinterp ./cmd/codeinterp
 
 lint:
 	gofmt -l .
