@@ -169,6 +169,11 @@ func (r *Runner) runItem(ctx context.Context, th *thread, id string) {
 
 func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *Execution) {
 	sb, info, err := r.threadSandbox(ctx, th)
+	for attempt := 1; err != nil && attempt < 3 && r.pause(ctx, time.Duration(attempt)*time.Second); attempt++ {
+		// The code has not started: a service hiccup is worth another try.
+		r.cfg.Logger.Warn("get thread sandbox; retrying", "thread", th.id, "err", err)
+		sb, info, err = r.threadSandbox(ctx, th)
+	}
 	if err != nil {
 		_ = r.finish(ctx, ex, Failed, sandboxError(err))
 		return

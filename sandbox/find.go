@@ -50,9 +50,16 @@ func (d *Docker) Find(ctx context.Context, spec Spec) (*Sandbox, error) {
 			return nil, err
 		}
 	}
-	s.resetKernel(ctx, nil)
-	if s.kernel, err = d.startKernel(ctx, s.id, spec.Preload); err != nil {
-		return nil, fmt.Errorf("start kernel in adopted sandbox %s: %w", name, err)
+	// What the previous kernel left may still be dying (or a dead worker's last exec
+	// may still land): clear it and start a kernel, a few times if need be.
+	for attempt := 1; ; attempt++ {
+		s.resetKernel(ctx, nil)
+		if s.kernel, err = d.startKernel(ctx, s.id, spec.Preload); err == nil {
+			break
+		}
+		if attempt == 3 || ctx.Err() != nil {
+			return nil, fmt.Errorf("start kernel in adopted sandbox %s: %w", name, err)
+		}
 	}
 	s.restartPending = true
 	return s, nil
