@@ -15,9 +15,10 @@ const (
 	TypeRun = "execution:run" // run a one-off execution
 )
 
-// QueueExecutions is the asynq queue of one-off executions. Threads do not use asynq:
-// see [ThreadQueue].
-const QueueExecutions = "executions"
+// QueueTasks is the one asynq queue: one-off executions and webhook deliveries.
+// One queue, because asynq polls each queue when idle: more queues, more idle Redis
+// load. Threads do not use asynq: see [ThreadQueue].
+const QueueTasks = "tasks"
 
 // MaxRetry bounds how often a run whose sandbox could not be prepared is retried
 // before it is failed with a SandboxError.
@@ -41,7 +42,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, ex *Execution) error {
 	payload, _ := json.Marshal(runPayload{ID: ex.ID})
 	_, err := e.cli.EnqueueContext(ctx, asynq.NewTask(TypeRun, payload),
 		asynq.TaskID(ex.ID),
-		asynq.Queue(QueueExecutions),
+		asynq.Queue(QueueTasks),
 		asynq.MaxRetry(MaxRetry),
 		// Long enough for the code's own timeout plus sandbox start and uploads;
 		// the sandbox enforces the code's timeout itself.

@@ -25,8 +25,6 @@ import (
 const (
 	// TypeWebhook delivers an execution's webhook.
 	TypeWebhook = "webhook:deliver"
-	// QueueWebhooks is the asynq queue of webhook deliveries.
-	QueueWebhooks = "webhooks"
 	// WebhookMaxRetry retries with delays from 10 s doubling to 10 min: about 1 h 40 min.
 	WebhookMaxRetry = 15
 )
@@ -35,7 +33,7 @@ const (
 func (e *Enqueuer) EnqueueWebhook(ctx context.Context, ex *Execution) error {
 	payload, _ := json.Marshal(runPayload{ID: ex.ID})
 	_, err := e.cli.EnqueueContext(ctx, asynq.NewTask(TypeWebhook, payload),
-		asynq.TaskID("webhook:"+ex.ID), asynq.Queue(QueueWebhooks), asynq.MaxRetry(WebhookMaxRetry),
+		asynq.TaskID("webhook:"+ex.ID), asynq.Queue(QueueTasks), asynq.MaxRetry(WebhookMaxRetry),
 		asynq.Timeout(time.Minute))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("enqueue webhook of %s: %w", ex.ID, err)

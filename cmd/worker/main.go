@@ -72,7 +72,7 @@ func run() error {
 	})
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:       cfg.Concurrency,
-		Queues:            map[string]int{jobs.QueueExecutions: 2, jobs.QueueWebhooks: 1},
+		Queues:            map[string]int{jobs.QueueTasks: 1},
 		TaskCheckInterval: cfg.TaskCheckInterval,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		RetryDelayFunc:    jobs.RetryDelay,

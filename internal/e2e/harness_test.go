@@ -156,7 +156,7 @@ func (s *stack) addWorker() *testWorker {
 	srv := asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
 		Concurrency:       4,
 		TaskCheckInterval: 20 * time.Millisecond, ShutdownTimeout: s.opt.shutdownTimeout,
-		Queues: map[string]int{jobs.QueueExecutions: 1, jobs.QueueWebhooks: 1},
+		Queues: map[string]int{jobs.QueueTasks: 1},
 		RetryDelayFunc: func(n int, err error, task *asynq.Task) time.Duration {
 			if task.Type() == jobs.TypeWebhook {
 				return 100 * time.Millisecond // production backs off for an hour: see jobs
