@@ -22,8 +22,10 @@ up: images ## start the whole stack and wait until it is ready
 demo: up ## run the example: CSV in, pandas + matplotlib, presigned URLs out
 	go run ./examples/demo
 
-down: ## stop the stack (volumes are kept; add -v to drop them)
+down: ## stop the stack and remove its sandboxes (data volumes are kept)
 	$(COMPOSE) down
+	@docker ps -aq --filter label=codeinterp.install=$${CODEINTERP_SANDBOX_PREFIX:-codeinterp} | xargs -r docker rm -f >/dev/null
+	@docker volume ls -q --filter label=codeinterp.install=$${CODEINTERP_SANDBOX_PREFIX:-codeinterp} | xargs -r docker volume rm -f >/dev/null
 
 logs:
 	$(COMPOSE) logs -f
