@@ -60,7 +60,16 @@ type Execution struct {
 	WebhookURL string            `json:"webhook_url,omitempty"`
 	Webhook    *WebhookState     `json:"webhook,omitempty"` // delivery, when WebhookURL is set
 
-	// The outcome.
+	CreatedAt time.Time `json:"created_at"`
+	Outcome
+	Files   []File `json:"files"`
+	Attempt int    `json:"attempt,omitempty"` // worker attempts that reached the sandbox
+	Worker  string `json:"worker,omitempty"`
+}
+
+// Outcome is what happened to an execution, as the record keeps it and the API shows
+// it (the View embeds it too).
+type Outcome struct {
 	Stdout          string         `json:"stdout"`
 	Stderr          string         `json:"stderr"`
 	StdoutTruncated bool           `json:"stdout_truncated"`
@@ -68,14 +77,10 @@ type Execution struct {
 	Results         []sandbox.Rich `json:"results"`
 	Error           *sandbox.Error `json:"error"`
 	ExitCode        *int           `json:"exit_code"`
-	Files           []File         `json:"files"`
 	Sandbox         SandboxInfo    `json:"sandbox"`
-	CreatedAt       time.Time      `json:"created_at"`
 	StartedAt       *time.Time     `json:"started_at"`
 	FinishedAt      *time.Time     `json:"finished_at"`
 	DurationMS      *int64         `json:"duration_ms"`
-	Attempt         int            `json:"attempt,omitempty"` // worker attempts that reached the sandbox
-	Worker          string         `json:"worker,omitempty"`
 }
 
 // WebhookState is the delivery state of an execution's webhook.

@@ -17,25 +17,15 @@ type Presigner interface {
 // View is the execution object of the API contract, as GET /v1/executions/{id}
 // answers it and webhooks deliver it.
 type View struct {
-	ID              string          `json:"id"`
-	ThreadID        *string         `json:"thread_id"`
-	Language        string          `json:"language"`
-	Status          Status          `json:"status"`
-	Stdout          string          `json:"stdout"`
-	Stderr          string          `json:"stderr"`
-	StdoutTruncated bool            `json:"stdout_truncated"`
-	StderrTruncated bool            `json:"stderr_truncated"`
-	Results         []sandbox.Rich  `json:"results"`
-	Error           *sandbox.Error  `json:"error"`
-	ExitCode        *int            `json:"exit_code"`
-	Files           []FileView      `json:"files"`
-	Sandbox         SandboxInfo     `json:"sandbox"`
-	CreatedAt       time.Time       `json:"created_at"`
-	StartedAt       *time.Time      `json:"started_at"`
-	FinishedAt      *time.Time      `json:"finished_at"`
-	DurationMS      *int64          `json:"duration_ms"`
-	Metadata        json.RawMessage `json:"metadata"`
-	Webhook         *WebhookState   `json:"webhook,omitempty"`
+	ID       string  `json:"id"`
+	ThreadID *string `json:"thread_id"`
+	Language string  `json:"language"`
+	Status   Status  `json:"status"`
+	Outcome
+	Files     []FileView      `json:"files"`
+	CreatedAt time.Time       `json:"created_at"`
+	Metadata  json.RawMessage `json:"metadata"`
+	Webhook   *WebhookState   `json:"webhook,omitempty"`
 }
 
 // FileView is a produced file in a View.
@@ -52,12 +42,10 @@ type FileView struct {
 // valid for the URL TTL from each read, for as long as the artifacts are kept.
 func Render(ctx context.Context, ex *Execution, p Presigner) (*View, error) {
 	v := &View{
-		ID: ex.ID, Language: ex.Language, Status: ex.Status,
-		Stdout: ex.Stdout, Stderr: ex.Stderr, StdoutTruncated: ex.StdoutTruncated, StderrTruncated: ex.StderrTruncated,
-		Results: ex.Results, Error: ex.Error, ExitCode: ex.ExitCode, Files: []FileView{}, Sandbox: ex.Sandbox,
-		CreatedAt: ex.CreatedAt.UTC(), StartedAt: utc(ex.StartedAt), FinishedAt: utc(ex.FinishedAt),
-		DurationMS: ex.DurationMS, Metadata: ex.Metadata, Webhook: ex.Webhook,
+		ID: ex.ID, Language: ex.Language, Status: ex.Status, Outcome: ex.Outcome, Files: []FileView{},
+		CreatedAt: ex.CreatedAt.UTC(), Metadata: ex.Metadata, Webhook: ex.Webhook,
 	}
+	v.StartedAt, v.FinishedAt = utc(ex.StartedAt), utc(ex.FinishedAt)
 	if ex.ThreadID != "" {
 		v.ThreadID = &ex.ThreadID
 	}

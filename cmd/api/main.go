@@ -17,7 +17,6 @@ import (
 	"github.com/codeinterp/codeinterp/internal/api"
 	"github.com/codeinterp/codeinterp/internal/config"
 	"github.com/codeinterp/codeinterp/jobs"
-	"github.com/codeinterp/codeinterp/storage"
 )
 
 func main() {
@@ -45,23 +44,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	rdb, err := cfg.Redis()
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	store, err := storage.New(cfg.Storage())
-	if err != nil {
-		return err
-	}
-	queue := asynq.NewClientFromRedisClient(rdb)
-	defer queue.Close()
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := config.WaitFor(ctx, "storage", func(ctx context.Context) error { return store.Init(ctx) }); err != nil {
+	svc, err := cfg.Connect(ctx)
+	if err != nil {
 		return err
 	}
+	defer svc.Close()
+	rdb, store := svc.Redis, svc.Store
+	queue := asynq.NewClientFromRedisClient(rdb)
+	defer queue.Close()
 	hooks, _ := cfg.Webhooks() // validated by Load
 	enqueuer := jobs.NewEnqueuer(queue)
 	rc := cfg.Records()

@@ -19,13 +19,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/docker/docker/client"
-
 	"github.com/codeinterp/codeinterp/internal/config"
 	"github.com/codeinterp/codeinterp/internal/janitor"
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/sandbox"
-	"github.com/codeinterp/codeinterp/storage"
 )
 
 func main() {
@@ -43,28 +40,20 @@ func run(once bool) error {
 		return err
 	}
 	log := cfg.Logger().With("janitor", cfg.WorkerID)
-	rdb, err := cfg.Redis()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	svc, err := cfg.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	store, err := storage.New(cfg.Storage())
-	if err != nil {
-		return err
-	}
-	docker, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	defer svc.Close()
+	docker, err := config.Docker()
 	if err != nil {
 		return err
 	}
 	defer docker.Close()
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := config.WaitFor(ctx, "storage", store.Init); err != nil {
-		return err
-	}
 	j := janitor.New(janitor.Config{
-		Records: jobs.NewRecords(rdb, cfg.Records()), Sandboxes: sandbox.New(docker, cfg.Sandbox()), Store: store,
+		Records: jobs.NewRecords(svc.Redis, cfg.Records()), Sandboxes: sandbox.New(docker, cfg.Sandbox()), Store: svc.Store,
 		ID: "janitor-" + cfg.WorkerID, IdlePause: cfg.IdlePause, IdleReap: cfg.IdleReap, Logger: log,
 	})
 	if once {

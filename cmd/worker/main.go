@@ -10,14 +10,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/docker/docker/client"
 	"github.com/hibiken/asynq"
 
 	"github.com/codeinterp/codeinterp/internal/config"
 	"github.com/codeinterp/codeinterp/internal/worker"
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/sandbox"
-	"github.com/codeinterp/codeinterp/storage"
 )
 
 func main() {
@@ -33,27 +31,20 @@ func run() error {
 		return err
 	}
 	log := cfg.Logger().With("worker", cfg.WorkerID)
-	rdb, err := cfg.Redis()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	svc, err := cfg.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	store, err := storage.New(cfg.Storage())
-	if err != nil {
-		return err
-	}
-	docker, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	defer svc.Close()
+	rdb, store := svc.Redis, svc.Store
+	docker, err := config.Docker()
 	if err != nil {
 		return err
 	}
 	defer docker.Close()
 	runtime := sandbox.New(docker, cfg.Sandbox())
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := config.WaitFor(ctx, "storage", store.Init); err != nil {
-		return err
-	}
 	if err := config.WaitFor(ctx, "docker", runtime.Ping); err != nil {
 		return err
 	}
