@@ -1,7 +1,11 @@
-// Package jobs is the contract between the API and the workers, and the workers'
-// handlers: the execution record kept in Redis, the asynq tasks that carry work, and
-// the handler that runs an execution in a sandbox and stores what it produced.
+// Package jobs is the contract shared by the API, the workers and the janitor: the
+// execution record and its kinds and statuses, the view clients see, the event types
+// of an execution's stream, the asynq task names and payloads, ids, the storage key
+// scheme, and the typed names both sides match on (sandbox states, error names, id
+// prefixes).
 //
-// It declares the small interfaces it needs of the sandbox runtime and of artifact
-// storage; it knows nothing of HTTP.
+// It holds types and pure functions only. The Redis store of records is
+// jobs/records, the per-thread queue jobs/threadq, webhook delivery jobs/webhook; the
+// worker engine is internal/worker. It must not import a sandbox runtime, HTTP
+// frameworks or storage clients.
 package jobs

@@ -43,13 +43,13 @@ const (
 // Execution is the record of one execution: what was asked and what happened. It is
 // stored as JSON in Redis; the API shows a view of it.
 type Execution struct {
-	ID       string `json:"id"`
-	Kind     Kind   `json:"kind,omitempty"`
-	Path     string `json:"path,omitempty"` // KindGetFile: the workspace path wanted
-	Tenant   string `json:"tenant"`
-	ThreadID string `json:"thread_id,omitempty"`
-	Language string `json:"language"`
-	Status   Status `json:"status"`
+	ID       string           `json:"id"`
+	Kind     Kind             `json:"kind,omitempty"`
+	Path     string           `json:"path,omitempty"` // KindGetFile: the workspace path wanted
+	Tenant   string           `json:"tenant"`
+	ThreadID string           `json:"thread_id,omitempty"`
+	Language sandbox.Language `json:"language"`
+	Status   Status           `json:"status"`
 
 	// The request.
 	Code       string            `json:"code"`
@@ -83,12 +83,22 @@ type Outcome struct {
 	DurationMS      *int64         `json:"duration_ms"`
 }
 
+// DeliveryState is where a webhook delivery is.
+type DeliveryState string
+
+// Delivery states.
+const (
+	DeliveryPending   DeliveryState = "pending"
+	DeliveryDelivered DeliveryState = "delivered"
+	DeliveryFailed    DeliveryState = "failed"
+)
+
 // WebhookState is the delivery state of an execution's webhook.
 type WebhookState struct {
-	State      string `json:"state"` // pending, delivered or failed
-	Attempts   int    `json:"attempts"`
-	LastStatus int    `json:"last_status,omitempty"` // HTTP status of the last attempt
-	LastError  string `json:"last_error,omitempty"`
+	State      DeliveryState `json:"state"`
+	Attempts   int           `json:"attempts"`
+	LastStatus int           `json:"last_status,omitempty"` // HTTP status of the last attempt
+	LastError  string        `json:"last_error,omitempty"`
 }
 
 // Input is a file to place in the workspace before the code runs, already stored.

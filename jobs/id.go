@@ -6,6 +6,37 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// NewID returns a new execution id: "ex_" and a lowercase ULID, so ids sort by
-// creation time and carry 80 random bits.
-func NewID() string { return "ex_" + strings.ToLower(ulid.Make().String()) }
+// IDPrefix says what an id names. Ids are a prefix and a lowercase ULID, so they sort
+// by creation time and carry 80 random bits.
+type IDPrefix string
+
+// Id prefixes.
+const (
+	ExecutionPrefix IDPrefix = "ex_"  // an execution
+	OpPrefix        IDPrefix = "op_"  // a thread operation record (put/get file, delete, pause, reap)
+	DeliveryPrefix  IDPrefix = "whd_" // a webhook delivery, one per execution
+)
+
+// New returns a new id with this prefix.
+func (p IDPrefix) New() string { return string(p) + newULID() }
+
+// Of reports whether id has this prefix.
+func (p IDPrefix) Of(id string) bool { return strings.HasPrefix(id, string(p)) }
+
+func newULID() string { return strings.ToLower(ulid.Make().String()) }
+
+// NewID returns a new execution id.
+func NewID() string { return ExecutionPrefix.New() }
+
+// NewOpID returns a new thread operation id.
+func NewOpID() string { return OpPrefix.New() }
+
+// NewUploadObject returns the client-visible name of a new upload of a file named
+// clean: "uploads/<ulid>/<clean>".
+func NewUploadObject(clean string) string { return "uploads/" + newULID() + "/" + clean }
+
+// DeliveryID is the id of execution id's webhook delivery: the same on every retry,
+// so receivers can drop a delivery they already processed.
+func DeliveryID(executionID string) string {
+	return string(DeliveryPrefix) + strings.TrimPrefix(executionID, string(ExecutionPrefix))
+}

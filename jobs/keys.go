@@ -1,6 +1,24 @@
 package jobs
 
-import "cmp"
+import (
+	"cmp"
+	"strings"
+)
+
+// ThreadKey names a tenant's thread across tenants: "<tenant>/<thread>". Neither part
+// may contain "/" (the API's validation guarantees it).
+type ThreadKey string
+
+// NewThreadKey returns the key of a tenant's thread; a one-off's is "<tenant>/-".
+func NewThreadKey(tenant, thread string) ThreadKey {
+	return ThreadKey(tenant + "/" + cmp.Or(thread, "-"))
+}
+
+// Split returns the tenant and thread of k.
+func (k ThreadKey) Split() (tenant, thread string) {
+	tenant, thread, _ = strings.Cut(string(k), "/")
+	return tenant, thread
+}
 
 // Storage keys. Every key starts with the tenant, so one tenant's keys can never name
 // another's objects: <tenant>/<thread or "oneoff">/<execution>/...
@@ -12,8 +30,14 @@ func executionPrefix(ex *Execution) string {
 // InputKey is where the API stores an input file of ex before the run.
 func InputKey(ex *Execution, name string) string { return executionPrefix(ex) + "inputs/" + name }
 
-// artifactKey is where a produced file (outputs/..., or a full log) is stored.
-func artifactKey(ex *Execution, name string) string { return executionPrefix(ex) + name }
+// ArtifactKey is where a produced file of ex (outputs/..., or a full log) is stored.
+func ArtifactKey(ex *Execution, name string) string { return executionPrefix(ex) + name }
 
 // UploadKey is where POST /v1/files stores an upload; clients see it as "uploads/<id>/<name>".
 func UploadKey(tenant, object string) string { return tenant + "/" + object }
+
+// SnapshotKey is where the latest workspace snapshot of thread k is stored.
+func SnapshotKey(k ThreadKey) string {
+	tenant, thread := k.Split()
+	return tenant + "/" + thread + "/snapshot.tar"
+}

@@ -12,23 +12,40 @@ import (
 
 // Task types. They are part of the stored contract: never rename one.
 const (
-	TypeRun = "execution:run" // run a one-off execution
+	TypeRun     = "execution:run"   // run a one-off execution
+	TypeWebhook = "webhook:deliver" // deliver an execution's webhook (jobs/webhook)
 )
 
 // QueueTasks is the one asynq queue: one-off executions and webhook deliveries.
 // One queue, because asynq polls each queue when idle: more queues, more idle Redis
-// load. Threads do not use asynq: see [ThreadQueue].
+// load. Threads do not use asynq: see jobs/threadq.
 const QueueTasks = "tasks"
 
 // MaxRetry bounds how often a run whose sandbox could not be prepared is retried
 // before it is failed with a SandboxError.
 const MaxRetry = 3
 
-type runPayload struct {
+// Payload is the payload of every task: the execution it is about.
+type Payload struct {
 	ID string `json:"id"`
 }
 
-// Enqueuer puts executions on the queue.
+// Encode returns the task payload.
+func (p Payload) Encode() []byte {
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// DecodePayload reads a task's payload.
+func DecodePayload(t *asynq.Task) (Payload, error) {
+	var p Payload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.ID == "" {
+		return p, fmt.Errorf("bad %s payload %q: %w", t.Type(), t.Payload(), asynq.SkipRetry)
+	}
+	return p, nil
+}
+
+// Enqueuer puts one-off executions on the queue.
 type Enqueuer struct {
 	cli *asynq.Client
 }
@@ -39,8 +56,7 @@ func NewEnqueuer(cli *asynq.Client) *Enqueuer { return &Enqueuer{cli: cli} }
 // Enqueue queues a run of ex. The task id is the execution id, so enqueuing the same
 // execution twice queues it once.
 func (e *Enqueuer) Enqueue(ctx context.Context, ex *Execution) error {
-	payload, _ := json.Marshal(runPayload{ID: ex.ID})
-	_, err := e.cli.EnqueueContext(ctx, asynq.NewTask(TypeRun, payload),
+	_, err := e.cli.EnqueueContext(ctx, asynq.NewTask(TypeRun, Payload{ID: ex.ID}.Encode()),
 		asynq.TaskID(ex.ID),
 		asynq.Queue(QueueTasks),
 		asynq.MaxRetry(MaxRetry),
@@ -57,11 +73,6 @@ func (e *Enqueuer) Enqueue(ctx context.Context, ex *Execution) error {
 	return nil
 }
 
-// RetryDelay is the asynq retry delay: short for executions, since a user waits;
-// from 10 s doubling to 10 min for webhooks, so delivery is tried for over an hour.
-func RetryDelay(n int, _ error, t *asynq.Task) time.Duration {
-	if t != nil && t.Type() == TypeWebhook {
-		return min(10*time.Second<<min(n, 10), 10*time.Minute)
-	}
-	return time.Duration(1<<min(n, 5)) * time.Second
-}
+// RunRetryDelay is the asynq retry delay of a one-off whose sandbox could not be
+// prepared: short, since a user waits.
+func RunRetryDelay(n int) time.Duration { return time.Duration(1<<min(n, 5)) * time.Second }

@@ -17,10 +17,10 @@ type Presigner interface {
 // View is the execution object of the API contract, as GET /v1/executions/{id}
 // answers it and webhooks deliver it.
 type View struct {
-	ID       string  `json:"id"`
-	ThreadID *string `json:"thread_id"`
-	Language string  `json:"language"`
-	Status   Status  `json:"status"`
+	ID       string           `json:"id"`
+	ThreadID *string          `json:"thread_id"`
+	Language sandbox.Language `json:"language"`
+	Status   Status           `json:"status"`
 	Outcome
 	Files     []FileView      `json:"files"`
 	CreatedAt time.Time       `json:"created_at"`

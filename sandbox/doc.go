@@ -1,14 +1,10 @@
-// Package sandbox runs untrusted code in hardened Docker containers.
+// Package sandbox is the runtime-neutral contract of codeinterp's sandboxes: what a
+// sandbox is asked to do (a [Request], files in and out, pause, snapshot) and what it
+// answers (an [Outcome], [Event]s), the limits it runs under, and the interfaces a
+// runtime implements — [Runtime] for a worker, [Host] for a janitor, [Sandbox] for
+// one sandbox. sandbox/docker implements them on a Docker engine; sandboxtest pins
+// their behaviour in conformance suites and provides an in-memory fake.
 //
-// A [Sandbox] is one container with a size-limited /workspace (a tmpfs volume) and a
-// long-lived Python kernel (deploy/sandbox/driver.py) attached over a `docker exec`
-// stream. Code runs in that kernel, so Python state survives between runs; a one-off
-// execution is a sandbox that is removed after a single run.
-//
-// The container's main process is a keeper (`sleep infinity` under docker-init) that
-// runs as a different uid from the code, so the code can kill everything it started
-// without taking the container, and with it the workspace, down.
-//
-// The package owns containers, volumes, the kernel protocol and resource limits. It
-// knows nothing of Redis, HTTP, S3 or tenants beyond the labels it is given.
+// It owns no I/O and must not import a runtime's client (Docker, Kubernetes), Redis,
+// HTTP or S3: the API links this package without linking a container runtime.
 package sandbox

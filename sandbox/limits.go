@@ -1,9 +1,6 @@
 package sandbox
 
-import (
-	"cmp"
-	"time"
-)
+import "cmp"
 
 // Limits bound what one sandbox may use. Zero fields take the defaults below.
 type Limits struct {
@@ -34,26 +31,5 @@ func (l Limits) WithDefaults() Limits {
 		Workspace: cmp.Or(l.Workspace, DefaultWorkspace),
 		Tmp:       cmp.Or(l.Tmp, DefaultTmp),
 		Output:    cmp.Or(l.Output, DefaultOutput),
-	}
-}
-
-// Config configures a [Docker] runtime.
-type Config struct {
-	Image string // sandbox image, built from deploy/sandbox
-	// Grace is how long an interrupted run may take to stop before its kernel is killed.
-	Grace time.Duration
-	// StartTimeout bounds creating a sandbox and waiting for its kernel to say ready.
-	StartTimeout time.Duration
-	// Prefix names containers and volumes and scopes the label filter, so several
-	// installations (or test runs) can share one Docker engine.
-	Prefix string
-}
-
-func (c Config) withDefaults() Config {
-	return Config{
-		Image:        cmp.Or(c.Image, "codeinterp/sandbox:latest"),
-		Grace:        cmp.Or(c.Grace, 2*time.Second),
-		StartTimeout: cmp.Or(c.StartTimeout, 60*time.Second),
-		Prefix:       cmp.Or(c.Prefix, "codeinterp"),
 	}
 }

@@ -19,10 +19,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/codeinterp/codeinterp/internal/app"
+	"github.com/codeinterp/codeinterp/internal/app/dockerhost"
 	"github.com/codeinterp/codeinterp/internal/config"
 	"github.com/codeinterp/codeinterp/internal/janitor"
-	"github.com/codeinterp/codeinterp/jobs"
-	"github.com/codeinterp/codeinterp/sandbox"
 )
 
 func main() {
@@ -42,20 +42,17 @@ func run(once bool) error {
 	log := cfg.Logger().With("janitor", cfg.WorkerID)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	svc, err := cfg.Connect(ctx)
+	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
-	docker, err := config.Docker()
+	defer a.Close()
+	host, closeDocker, err := dockerhost.Open(cfg)
 	if err != nil {
 		return err
 	}
-	defer docker.Close()
-	j := janitor.New(janitor.Config{
-		Records: jobs.NewRecords(svc.Redis, cfg.Records()), Sandboxes: sandbox.New(docker, cfg.Sandbox()), Store: svc.Store,
-		ID: "janitor-" + cfg.WorkerID, IdlePause: cfg.IdlePause, IdleReap: cfg.IdleReap, Logger: log,
-	})
+	defer closeDocker()
+	j := a.Janitor(host)
 	if once {
 		j.Sweep(ctx)
 		return nil

@@ -10,12 +10,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/hibiken/asynq"
-
+	"github.com/codeinterp/codeinterp/internal/app"
+	"github.com/codeinterp/codeinterp/internal/app/dockerhost"
 	"github.com/codeinterp/codeinterp/internal/config"
-	"github.com/codeinterp/codeinterp/internal/worker"
-	"github.com/codeinterp/codeinterp/jobs"
-	"github.com/codeinterp/codeinterp/sandbox"
 )
 
 func main() {
@@ -33,61 +30,28 @@ func run() error {
 	log := cfg.Logger().With("worker", cfg.WorkerID)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	svc, err := cfg.Connect(ctx)
+	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
-	rdb, store := svc.Redis, svc.Store
-	docker, err := config.Docker()
+	defer a.Close()
+	rt, closeDocker, err := dockerhost.Open(cfg)
 	if err != nil {
 		return err
 	}
-	defer docker.Close()
-	runtime := sandbox.New(docker, cfg.Sandbox())
-	if err := config.WaitFor(ctx, "docker", runtime.Ping); err != nil {
+	defer closeDocker()
+	if err := app.WaitFor(ctx, "docker", rt.Ping); err != nil {
 		return err
 	}
-
-	queue := asynq.NewClientFromRedisClient(rdb)
-	defer queue.Close()
-	hooks, _ := cfg.Webhooks() // validated by Load
-	rc := cfg.Records()
-	rc.OnEnd = jobs.WebhookOnEnd(jobs.NewEnqueuer(queue), log)
-	records := jobs.NewRecords(rdb, rc)
-	runner := jobs.NewRunner(jobs.RunnerConfig{
-		Records: records, Artifacts: store,
-		Runtime: worker.Runtime{D: runtime}, Limits: cfg.Limits(), WarmPool: cfg.WarmPool,
-		MaxSandboxes: cfg.MaxSandboxes, MaxPerTenant: cfg.MaxSandboxesPerTenant,
-		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, MaxLog: cfg.MaxLogBytes, Logger: log,
-	})
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:       cfg.Concurrency,
-		Queues:            map[string]int{jobs.QueueTasks: 1},
-		TaskCheckInterval: cfg.TaskCheckInterval,
-		ShutdownTimeout:   cfg.ShutdownTimeout,
-		RetryDelayFunc:    jobs.RetryDelay,
-		Logger:            worker.AsynqLogger{L: log},
-	})
-	mux := asynq.NewServeMux()
-	mux.HandleFunc(jobs.TypeRun, runner.ProcessOneOff)
-	mux.Handle(jobs.TypeWebhook, &jobs.Webhooks{
-		Records: records, Presigner: store, Secrets: hooks.Secrets,
-		Client: hooks.Guard.Client(cfg.WebhookTimeout), Logger: log,
-	})
-
-	if err := runner.Start(ctx); err != nil {
-		return err
-	}
-	if err := srv.Start(mux); err != nil {
+	w := a.Worker(rt, app.WorkerOptions{})
+	if err := w.Start(ctx); err != nil {
 		return err
 	}
 	log.Info("worker started", "concurrency", cfg.Concurrency)
 	<-ctx.Done()
 	log.Info("worker shutting down; letting running executions finish", "timeout", cfg.ShutdownTimeout)
-	srv.Shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	runner.Shutdown(sctx)
+	w.Shutdown(sctx)
 	return nil
 }

@@ -17,8 +17,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codeinterp/codeinterp/internal/api"
+	"github.com/codeinterp/codeinterp/internal/service"
 	"github.com/codeinterp/codeinterp/internal/testenv"
 	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/storage"
 )
 
@@ -44,7 +47,7 @@ func (q *fakeQueue) Enqueue(_ context.Context, ex *jobs.Execution) error {
 type bundle struct {
 	srv     *httptest.Server
 	http    *http.Client // validates every response against openapi.json
-	records *jobs.Records
+	records *records.Store
 	store   *storage.Store
 	queue   *fakeQueue
 }
@@ -61,8 +64,9 @@ func setup(t *testing.T) *bundle {
 	if err := store.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	records := jobs.NewRecords(rdb, jobs.RecordsConfig{Prefix: "t:", TTL: time.Hour})
-	waiter := records.NewWaiter()
+	threads := threadq.New(rdb, threadq.Config{Prefix: "t:"})
+	recs := records.New(rdb, records.Config{Prefix: "t:", TTL: time.Hour, Threads: threads})
+	waiter := recs.NewWaiter()
 	if err := waiter.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +75,14 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{records: records, store: store, queue: &fakeQueue{}}
+	b := &bundle{records: recs, store: store, queue: &fakeQueue{}}
+	svc := service.New(service.Config{
+		Records: recs, Threads: threads, Waiter: waiter, Queue: b.queue, Store: store,
+		Limits: service.Limits{MaxUploadBytes: 64 << 10, WorkspaceBytes: 64 << 10, DefaultTimeoutMS: 30000, MaxTimeoutMS: 60000},
+	})
 	b.srv = httptest.NewServer(api.New(api.Config{
-		Records: records, Waiter: waiter, Queue: b.queue, Store: store, Keys: keys,
-		Limits: api.Limits{MaxRequestBytes: 256 << 10, MaxUploadBytes: 64 << 10, WorkspaceBytes: 64 << 10, DefaultTimeoutMS: 30000, MaxTimeoutMS: 60000},
+		Service: svc, Keys: keys,
+		Limits: api.Limits{MaxRequestBytes: 256 << 10, MaxUploadBytes: 64 << 10},
 		Ready:  []api.Check{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}},
 	}))
 	t.Cleanup(b.srv.Close)

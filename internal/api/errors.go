@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/codeinterp/codeinterp/internal/service"
 	"github.com/labstack/echo/v4"
 )
 
@@ -39,14 +40,24 @@ func notFound(what string) *Error {
 	return &Error{Status: http.StatusNotFound, Code: "not_found", Message: what + " not found"}
 }
 
-func unavailable(format string, args ...any) *Error {
-	return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: fmt.Sprintf(format, args...), RetryAfter: 1}
+var errUnauthenticated = &Error{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "missing or unknown API key: send Authorization: Bearer <key>"}
+
+// statuses maps the service's error codes to HTTP statuses.
+var statuses = map[service.Code]int{
+	service.CodeInvalid:     http.StatusBadRequest,
+	service.CodeTooLarge:    http.StatusRequestEntityTooLarge,
+	service.CodeNotFound:    http.StatusNotFound,
+	service.CodeConflict:    http.StatusConflict,
+	service.CodeUnavailable: http.StatusServiceUnavailable,
 }
 
-var (
-	errUnauthenticated = &Error{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "missing or unknown API key: send Authorization: Bearer <key>"}
-	errConflict        = &Error{Status: http.StatusConflict, Code: "conflict"}
-)
+func fromService(e *service.Error) *Error {
+	status, ok := statuses[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	return &Error{Status: status, Code: string(e.Code), Message: e.Message, Field: e.Field, RetryAfter: e.RetryAfter}
+}
 
 // codes maps the statuses echo produces itself to API codes.
 var codes = map[int]string{
@@ -68,9 +79,12 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		var apiErr *Error
+		var svcErr *service.Error
 		var httpErr *echo.HTTPError
 		switch {
 		case errors.As(err, &apiErr):
+		case errors.As(err, &svcErr):
+			apiErr = fromService(svcErr)
 		case errors.As(err, &httpErr):
 			code, ok := codes[httpErr.Code]
 			if !ok {

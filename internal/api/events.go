@@ -21,7 +21,8 @@ const keepAlive = 15 * time.Second
 // answers with what is still streamed (kept an hour) and done.
 func (s *Server) events(c echo.Context) error {
 	ctx, tenant, id := c.Request().Context(), tenantOf(c), c.Param("id")
-	if _, err := s.execution(ctx, tenant, id); err != nil {
+	stream, err := s.svc.OpenEvents(ctx, tenant, id)
+	if err != nil {
 		return err
 	}
 	after := c.Request().Header.Get("Last-Event-ID")
@@ -35,7 +36,7 @@ func (s *Server) events(c echo.Context) error {
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
 	for {
-		evs, err := s.cfg.Records.Events(ctx, id, after, keepAlive)
+		evs, err := stream.Read(ctx, after, keepAlive)
 		if err != nil {
 			return nil // the client went away, or Redis did: the client reconnects
 		}
@@ -55,7 +56,7 @@ func (s *Server) events(c echo.Context) error {
 		}
 		if len(evs) == 0 {
 			// Nothing new: an execution whose stream expired ends here; others wait on.
-			ex, err := s.cfg.Records.Get(ctx, tenant, id)
+			ex, err := s.svc.Get(ctx, tenant, id, 0)
 			if err != nil {
 				return nil
 			}
@@ -75,11 +76,11 @@ func (s *Server) events(c echo.Context) error {
 }
 
 func (s *Server) doneData(c echo.Context, tenant, id string) ([]byte, error) {
-	ex, err := s.cfg.Records.Get(c.Request().Context(), tenant, id)
+	ex, err := s.svc.Get(c.Request().Context(), tenant, id, 0)
 	if err != nil {
 		return nil, err
 	}
-	v, err := jobs.Render(c.Request().Context(), ex, s.cfg.Store)
+	v, err := s.svc.Render(c.Request().Context(), ex)
 	if err != nil {
 		return nil, err
 	}

@@ -2,140 +2,39 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/codeinterp/codeinterp/internal/service"
 	"github.com/codeinterp/codeinterp/jobs"
-	"github.com/codeinterp/codeinterp/storage"
-)
-
-const (
-	maxWait           = 60 * time.Second
-	maxIdempotencyKey = 255
 )
 
 // createExecution is POST /v1/executions.
 func (s *Server) createExecution(c echo.Context) error {
 	ctx, tenant := c.Request().Context(), tenantOf(c)
-	idemKey := c.Request().Header.Get("Idempotency-Key")
-	if len(idemKey) > maxIdempotencyKey {
-		return invalid("Idempotency-Key", "is longer than %d characters", maxIdempotencyKey)
-	}
 	body, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	reqHash := hashBytes(body)
-	if idemKey != "" {
-		// Answer a replay before storing its files a second time.
-		if id, hash, err := s.cfg.Records.Lookup(ctx, tenant, idemKey); err != nil {
+	idem := service.Idempotency{Key: c.Request().Header.Get("Idempotency-Key"), Hash: hashBytes(body)}
+	// Answer a replay before decoding, so its files are never stored a second time.
+	if ex, err := s.svc.Replay(ctx, tenant, idem); err != nil || ex != nil {
+		if err != nil {
 			return err
-		} else if id != "" {
-			return s.replay(c, tenant, id, hash == reqHash)
 		}
+		return s.respondCreated(c, ex)
 	}
-
-	var req createRequest
+	var req service.SubmitRequest
 	if err := decodeJSON(c.Request(), &req, body); err != nil {
 		return err
 	}
-	files, err := req.validate(s.cfg.Limits)
-	if err != nil {
-		return err
-	}
-	if err := s.checkWebhook(tenant, req.WebhookURL); err != nil {
-		return err
-	}
-	ex := &jobs.Execution{
-		ID: s.cfg.NewID(), Tenant: tenant, ThreadID: deref(req.ThreadID), Language: req.Language, Status: jobs.Queued,
-		Code: *req.Code, Env: req.Env, TimeoutMS: *req.TimeoutMS, Metadata: req.Metadata,
-		CreatedAt: s.cfg.Now().UTC(), WebhookURL: req.WebhookURL,
-	}
-	if ex.WebhookURL != "" {
-		ex.Webhook = &jobs.WebhookState{State: "pending"}
-	}
-	if ex.Inputs, err = s.storeInputs(c, ex, files); err != nil {
-		return err
-	}
-	created, err := s.cfg.Records.Create(ctx, ex, idemKey, reqHash)
-	switch { // not created: lost a race with the same Idempotency-Key
-	case errors.Is(err, jobs.ErrIdempotencyMismatch):
-		return s.replay(c, tenant, created.ID, false)
-	case err != nil:
-		return err
-	case !created.Created:
-		return s.replay(c, tenant, created.ID, true)
-	}
-	if err := s.dispatch(ctx, ex); err != nil {
-		// Take it back, so the client's retry, with the same key, starts afresh.
-		s.withdraw(ctx, ex, idemKey)
-		return unavailable("could not queue the execution: %v", err)
-	}
-	return s.respondCreated(c, ex)
-}
-
-// dispatch gets a new record to a worker. A thread's item needs nothing more: Create
-// woke its owner or offered the thread to every worker. A one-off goes on the queue.
-func (s *Server) dispatch(ctx context.Context, ex *jobs.Execution) error {
-	if ex.ThreadID != "" {
-		return nil
-	}
-	return s.cfg.Queue.Enqueue(ctx, ex)
-}
-
-// withdraw undoes a Create whose dispatch failed: a one-off record is deleted; a
-// thread's is canceled in place (it is already in the thread's order) so it never runs.
-func (s *Server) withdraw(ctx context.Context, ex *jobs.Execution, idemKey string) {
-	if ex.ThreadID == "" {
-		_ = s.cfg.Records.Delete(ctx, ex, idemKey)
-		return
-	}
-	_, _ = s.cfg.Records.Cancel(ctx, ex.Tenant, ex.ID, s.cfg.Now)
-	_ = s.cfg.Records.ForgetIdempotencyKey(ctx, ex.Tenant, idemKey)
-}
-
-// checkWebhook refuses a webhook the tenant cannot have: without a signing secret,
-// or aimed at an address literal that deliveries may not reach. Names are checked
-// when delivering, after DNS.
-func (s *Server) checkWebhook(tenant, raw string) error {
-	if raw == "" {
-		return nil
-	}
-	if !s.cfg.WebhookTenants[tenant] {
-		return invalid("webhook_url", "webhooks are not enabled for this tenant: the operator has configured no signing secret for it")
-	}
-	u, _ := url.Parse(raw)
-	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && !s.cfg.WebhookGuard.Permitted(ip) {
-		return invalid("webhook_url", "targets %s, a loopback, private, link-local or otherwise internal address", ip)
-	}
-	return nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func (s *Server) replay(c echo.Context, tenant, id string, sameRequest bool) error {
-	if !sameRequest {
-		e := *errConflict
-		e.Field, e.Message = "Idempotency-Key", "was already used with a different request"
-		return &e
-	}
-	ex, err := s.cfg.Records.Get(c.Request().Context(), tenant, id)
+	ex, err := s.svc.Submit(ctx, tenant, req, idem)
 	if err != nil {
 		return err
 	}
@@ -143,7 +42,7 @@ func (s *Server) replay(c echo.Context, tenant, id string, sameRequest bool) err
 }
 
 func (s *Server) respondCreated(c echo.Context, ex *jobs.Execution) error {
-	v, err := jobs.Render(c.Request().Context(), ex, s.cfg.Store)
+	v, err := s.svc.Render(c.Request().Context(), ex)
 	if err != nil {
 		return err
 	}
@@ -151,88 +50,22 @@ func (s *Server) respondCreated(c echo.Context, ex *jobs.Execution) error {
 	return c.JSON(http.StatusAccepted, v)
 }
 
-// storeInputs puts inline files in storage and checks that uploads exist.
-func (s *Server) storeInputs(c echo.Context, ex *jobs.Execution, files []validFile) ([]jobs.Input, error) {
-	ctx := c.Request().Context()
-	var inputs []jobs.Input
-	var total int64
-	for i, f := range files {
-		if f.object != "" {
-			key := jobs.UploadKey(ex.Tenant, f.object)
-			obj, err := s.cfg.Store.Stat(ctx, key)
-			if errors.Is(err, storage.ErrNotFound) {
-				return nil, invalid("files["+strconv.Itoa(i)+"].object", "no upload %q (uploads expire after %s)", f.object, s.cfg.Store.Retention())
-			}
-			if err != nil {
-				return nil, err
-			}
-			total += obj.Size
-			inputs = append(inputs, jobs.Input{Name: f.name, Key: key, Size: obj.Size})
-			continue
-		}
-		total += int64(len(f.data))
-		key := jobs.InputKey(ex, f.name)
-		if _, err := s.cfg.Store.Put(ctx, key, bytes.NewReader(f.data), int64(len(f.data)), ""); err != nil {
-			return nil, err
-		}
-		inputs = append(inputs, jobs.Input{Name: f.name, Key: key, Size: int64(len(f.data))})
-	}
-	if total > s.cfg.Limits.WorkspaceBytes {
-		return nil, tooLarge("files", "input files total %d bytes; the workspace holds %d", total, s.cfg.Limits.WorkspaceBytes)
-	}
-	return inputs, nil
-}
-
 // getExecution is GET /v1/executions/{id}[?wait=duration].
 func (s *Server) getExecution(c echo.Context) error {
-	ctx, tenant, id := c.Request().Context(), tenantOf(c), c.Param("id")
+	ctx := c.Request().Context()
 	wait, err := parseWait(c.QueryParam("wait"))
 	if err != nil {
 		return err
 	}
-	var done <-chan struct{}
-	if wait > 0 {
-		var stop func()
-		done, stop = s.cfg.Waiter.Watch(id) // before the read, so an end in between is not missed
-		defer stop()
-	}
-	ex, err := s.execution(ctx, tenant, id)
+	ex, err := s.svc.Get(ctx, tenantOf(c), c.Param("id"), wait)
 	if err != nil {
 		return err
 	}
-	if wait > 0 && !ex.Status.Terminal() {
-		if ex, err = s.awaitEnd(ctx, tenant, id, done, wait); err != nil {
-			return err
-		}
-	}
-	v, err := jobs.Render(ctx, ex, s.cfg.Store)
+	v, err := s.svc.Render(ctx, ex)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, v)
-}
-
-// execution loads one of the tenant's executions, or answers 404.
-func (s *Server) execution(ctx context.Context, tenant, id string) (*jobs.Execution, error) {
-	ex, err := s.cfg.Records.Get(ctx, tenant, id)
-	if errors.Is(err, jobs.ErrNotFound) || (err == nil && ex.Kind != jobs.KindExecution) {
-		return nil, notFound("execution " + id)
-	}
-	return ex, err
-}
-
-// awaitEnd waits until done is closed (the record ended) or wait passes, and reloads
-// the record.
-func (s *Server) awaitEnd(ctx context.Context, tenant, id string, done <-chan struct{}, wait time.Duration) (*jobs.Execution, error) {
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return s.cfg.Records.Get(ctx, tenant, id)
 }
 
 // parseWait reads ?wait= as a Go duration ("30s", "1m") or a number of seconds.
@@ -248,8 +81,8 @@ func parseWait(s string) (time.Duration, error) {
 		}
 		d = time.Duration(secs * float64(time.Second))
 	}
-	if d < 0 || d > maxWait {
-		return 0, invalid("wait", "must be between 0 and %s", maxWait)
+	if d < 0 || d > service.MaxWait {
+		return 0, invalid("wait", "must be between 0 and %s", service.MaxWait)
 	}
 	return d, nil
 }

@@ -5,12 +5,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/codeinterp/codeinterp/jobs"
-	"github.com/codeinterp/codeinterp/sandbox"
 )
 
 // upload is POST /v1/files: a multipart form with one "file" part, or a raw body with
@@ -37,12 +33,7 @@ func (s *Server) upload(c echo.Context) error {
 			name = fh.Filename
 		}
 	}
-	clean, err := sandbox.CleanPath(name)
-	if err != nil {
-		return invalid("name", "give the file a relative name (?name=data.csv): %v", err)
-	}
-	object := "uploads/" + jobs.NewID()[3:] + "/" + clean
-	obj, err := s.cfg.Store.Put(ctx, jobs.UploadKey(tenant, object), body, size, "")
+	up, err := s.svc.Upload(ctx, tenant, name, body, size)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -51,7 +42,6 @@ func (s *Server) upload(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, map[string]any{
-		"object": object, "size": obj.Size, "sha256": obj.SHA256,
-		"expires_at": s.cfg.Now().Add(s.cfg.Store.Retention()).UTC().Truncate(time.Second),
+		"object": up.Object, "size": up.Size, "sha256": up.SHA256, "expires_at": up.ExpiresAt,
 	})
 }

@@ -1,37 +1,20 @@
-// Package api is codeinterp's HTTP API (the contract is ../shared/API.md and
-// internal/api/openapi.json): it validates requests, stores execution records,
-// enqueues work for the workers and answers with what they recorded. It never runs
-// code itself.
+// Package api is codeinterp's HTTP API (the contract is docs/API.md and
+// internal/api/openapi.json), an echo adapter over internal/service: it decodes
+// requests, authenticates tenants, maps errors to HTTP answers, frames server-sent
+// events and serves health and metrics. The use cases themselves live in the
+// service; the API never talks to a sandbox runtime.
 package api
 
 import (
 	"cmp"
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
-	"time"
 
+	"github.com/codeinterp/codeinterp/internal/service"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-
-	"github.com/codeinterp/codeinterp/jobs"
-	"github.com/codeinterp/codeinterp/storage"
 )
-
-// Storage is what the API needs of artifact storage; *storage.Store provides it.
-type Storage interface {
-	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (storage.Object, error)
-	Open(ctx context.Context, key string) (io.ReadCloser, storage.Object, error)
-	Stat(ctx context.Context, key string) (storage.Object, error)
-	PresignGet(ctx context.Context, key, filename string) (string, time.Time, error)
-	Retention() time.Duration
-}
-
-// Queue is what the API needs of the task queue; *jobs.Enqueuer provides it.
-type Queue interface {
-	Enqueue(ctx context.Context, ex *jobs.Execution) error
-}
 
 // Check is one dependency /readyz probes.
 type Check struct {
@@ -39,40 +22,32 @@ type Check struct {
 	Check func(ctx context.Context) error
 }
 
+// Limits bound request bodies.
+type Limits struct {
+	MaxRequestBytes int64 // a whole POST /v1/executions body
+	MaxUploadBytes  int64 // one POST /v1/files or PUT .../files/... body
+}
+
 // Config wires a Server.
 type Config struct {
-	Records *jobs.Records
-	Waiter  *jobs.Waiter
-	Queue   Queue
-	Store   Storage
+	Service *service.Service
 	Keys    *Keys
 	Limits  Limits
-	// Webhooks: the tenants that may use them (those with a signing secret) and the
-	// addresses they may target.
-	WebhookTenants map[string]bool
-	WebhookGuard   jobs.WebhookGuard
-	Ready          []Check
-	Logger         *slog.Logger
-	NewID          func() string
-	Now            func() time.Time
+	Ready   []Check
+	Logger  *slog.Logger
 }
 
 // Server answers the HTTP API.
 type Server struct {
 	cfg Config
+	svc *service.Service
 	e   *echo.Echo
 }
 
 // New returns a Server with every route registered. It does no I/O.
 func New(cfg Config) *Server {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.NewID == nil {
-		cfg.NewID = jobs.NewID
-	}
-	s := &Server{cfg: cfg, e: echo.New()}
+	s := &Server{cfg: cfg, svc: cfg.Service, e: echo.New()}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(cfg.Logger)

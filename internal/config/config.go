@@ -1,6 +1,8 @@
 // Package config reads codeinterp's configuration from the environment: the only
 // place that does. It validates everything at once and reports every problem, so an
 // operator fixes a deployment in one pass. README.md has the table of variables.
+//
+// It only reads and validates: clients are opened by internal/app.
 package config
 
 import (

@@ -5,14 +5,14 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/webhook"
 )
 
 // Webhooks holds the webhook settings: each tenant's signing secret and the addresses
 // webhooks may reach although private.
 type Webhooks struct {
 	Secrets map[string]string
-	Guard   jobs.WebhookGuard
+	Guard   webhook.Guard
 }
 
 // Webhooks parses CODEINTERP_WEBHOOK_SECRETS ("tenant:secret,…") and

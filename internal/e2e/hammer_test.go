@@ -118,11 +118,11 @@ func (s *stack) workerOfARunningExecution(t *testing.T, ids [][]string) string {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, th := range rand.Perm(len(ids)) {
-			id, _ := s.rdb.Get(ctx, fmt.Sprintf("ci:t:acme/h%02d:inflight", th)).Result()
-			if id == "" {
+			st, _ := s.threads.State(ctx, jobs.NewThreadKey("acme", fmt.Sprintf("h%02d", th)))
+			if st.Inflight == "" {
 				continue
 			}
-			if ex, err := s.records.Get(ctx, "", id); err == nil && ex.Status == jobs.Running {
+			if ex, err := s.records.Get(ctx, "", st.Inflight); err == nil && ex.Status == jobs.Running {
 				return ex.Worker
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,27 +25,36 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/codeinterp/codeinterp/internal/api"
+	"github.com/codeinterp/codeinterp/internal/app"
+	"github.com/codeinterp/codeinterp/internal/app/dockerhost"
+	"github.com/codeinterp/codeinterp/internal/config"
 	"github.com/codeinterp/codeinterp/internal/testenv"
 	"github.com/codeinterp/codeinterp/internal/worker"
 	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/sandbox"
+	"github.com/codeinterp/codeinterp/sandbox/docker"
 	"github.com/codeinterp/codeinterp/storage"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 // stack is one test's codeinterp: its own Redis database, bucket and sandbox prefix,
-// an in-process API and any number of in-process workers.
+// an in-process API and any number of in-process workers, all wired by internal/app
+// like the binaries.
 type stack struct {
 	t       *testing.T
 	url     string
+	app     *app.App
+	cfg     config.Config
 	rdb     *redis.Client
 	docker  *client.Client
 	prefix  string // sandbox name prefix and label, unique to the test
-	records *jobs.Records
+	records *records.Store
+	threads *threadq.Queue
 	store   *storage.Store
-	runtime *sandbox.Docker
+	runtime *docker.Runtime
 	opt     stackOptions
 	workers []*testWorker
 
@@ -64,20 +74,18 @@ type stackOptions struct {
 	maxPerTenant    int
 }
 
-// testWorker is one in-process worker: an asynq server and a jobs.Runner.
+// testWorker is one in-process worker.
 type testWorker struct {
-	id     string
-	srv    *asynq.Server
-	runner *jobs.Runner
-	once   sync.Once
+	id   string
+	w    *app.Worker
+	once sync.Once
 }
 
 func (w *testWorker) stop(timeout time.Duration) {
 	w.once.Do(func() {
-		w.srv.Shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		w.runner.Shutdown(ctx)
+		w.w.Shutdown(ctx)
 	})
 }
 
@@ -86,46 +94,76 @@ const webhookSecret = "whsec_test_0123456789"
 // heartbeatTTL is short in tests, so a dead worker's threads move on quickly.
 const heartbeatTTL = 2 * time.Second
 
+// stackConfig is the configuration of a test's stack, as the binaries would read it
+// from the environment.
+func stackConfig(t *testing.T, redisURL string, st storage.Config, prefix string, opt stackOptions) config.Config {
+	t.Helper()
+	var allow []string
+	for _, p := range opt.webhookAllow {
+		allow = append(allow, p.String())
+	}
+	env := map[string]string{
+		"CODEINTERP_REDIS_URL": redisURL, "CODEINTERP_KEY_PREFIX": "ci:", "CODEINTERP_RETENTION": "1h",
+		"CODEINTERP_S3_ENDPOINT": st.Endpoint, "CODEINTERP_S3_ACCESS_KEY": st.AccessKey, "CODEINTERP_S3_SECRET_KEY": st.SecretKey,
+		"CODEINTERP_S3_BUCKET": st.Bucket, "CODEINTERP_S3_PUBLIC_URL": st.PublicURL,
+		"CODEINTERP_API_KEYS": "acme:key-a,globex:key-b", "CODEINTERP_MAX_REQUEST_BYTES": fmt.Sprint(8 << 20),
+		"CODEINTERP_WORKSPACE_MB": "8", "CODEINTERP_MAX_TIMEOUT_MS": "60000",
+		"CODEINTERP_WEBHOOK_SECRETS": "acme:" + webhookSecret, "CODEINTERP_WEBHOOK_ALLOW": strings.Join(allow, ","),
+		"CODEINTERP_WEBHOOK_TIMEOUT": "5s",
+		"CODEINTERP_SANDBOX_IMAGE":   testenv.Image("sandbox"), "CODEINTERP_SANDBOX_PREFIX": prefix, "CODEINTERP_INTERRUPT_GRACE": "3s",
+		"CODEINTERP_HEARTBEAT_TTL": heartbeatTTL.String(), "CODEINTERP_TASK_CHECK_INTERVAL": "20ms",
+		"CODEINTERP_WORKER_CONCURRENCY": fmt.Sprint(cmp.Or(opt.concurrency, 4)), "CODEINTERP_WARM_POOL": fmt.Sprint(opt.warmPool),
+		"CODEINTERP_MAX_SANDBOXES": fmt.Sprint(opt.maxSandboxes), "CODEINTERP_MAX_SANDBOXES_PER_TENANT": fmt.Sprint(opt.maxPerTenant),
+		"CODEINTERP_SHUTDOWN_TIMEOUT": cmp.Or(opt.shutdownTimeout, time.Minute).String(),
+	}
+	l := opt.limits
+	if l.Memory > 0 {
+		env["CODEINTERP_MEMORY_MB"] = fmt.Sprint(l.Memory >> 20)
+	}
+	if l.Output > 0 {
+		env["CODEINTERP_OUTPUT_BYTES"] = fmt.Sprint(l.Output)
+	}
+	cfg, err := config.Load(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 func newStack(t *testing.T, opt stackOptions) *stack {
 	t.Helper()
+	ctx := context.Background()
 	addr, db := testenv.RedisDB(t)
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db, PoolSize: 64, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { rdb.Close() })
 	storageConfig := testenv.MinIO(t)
-	store, err := storage.New(storageConfig)
+	prefix := fmt.Sprintf("citest-%d", db)
+	cfg := stackConfig(t, fmt.Sprintf("redis://%s/%d", addr, db), storageConfig, prefix, opt)
+	a, err := app.Open(ctx, cfg, discardLogger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Init(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	docker, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	t.Cleanup(a.Close)
+	rt, closeDocker, err := dockerhost.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { docker.Close() })
-	s := &stack{t: t, rdb: rdb, docker: docker, prefix: fmt.Sprintf("citest-%d", db), store: store, opt: opt, storageConfig: storageConfig}
-	s.runtime = sandbox.New(docker, sandbox.Config{Image: testenv.Image("sandbox"), Prefix: s.prefix, Grace: 3 * time.Second})
-	if err := s.runtime.Ping(context.Background()); err != nil {
+	t.Cleanup(func() { closeDocker() })
+	if err := rt.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	s := &stack{t: t, app: a, cfg: cfg, rdb: a.Redis, docker: cli, prefix: prefix, records: a.Records, threads: a.Threads,
+		store: a.Store, runtime: rt, opt: opt, storageConfig: storageConfig}
 	t.Cleanup(func() { s.removeSandboxes() })
-
-	queue := asynq.NewClientFromRedisClient(rdb)
-	t.Cleanup(func() { queue.Close() })
-	s.records = jobs.NewRecords(rdb, jobs.RecordsConfig{Prefix: "ci:", TTL: time.Hour, HeartbeatTTL: heartbeatTTL,
-		OnEnd: jobs.WebhookOnEnd(jobs.NewEnqueuer(queue), discardLogger)})
-	waiter := s.records.NewWaiter()
-	if err := waiter.Start(context.Background()); err != nil {
+	x, err := a.API(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(waiter.Shutdown)
-	keys, _ := api.ParseKeys("acme:key-a,globex:key-b", "")
-	srv := httptest.NewServer(api.New(api.Config{
-		Records: s.records, Waiter: waiter, Queue: jobs.NewEnqueuer(queue), Store: store, Keys: keys,
-		WebhookTenants: map[string]bool{"acme": true}, WebhookGuard: jobs.WebhookGuard{Allow: opt.webhookAllow},
-		Limits: api.Limits{MaxRequestBytes: 8 << 20, MaxUploadBytes: 8 << 20, WorkspaceBytes: 8 << 20, DefaultTimeoutMS: 30000, MaxTimeoutMS: 60000},
-	}))
+	t.Cleanup(x.Close)
+	srv := httptest.NewServer(x.Handler)
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	s.http = testenv.OpenAPIClient(t, srv.URL)
@@ -144,39 +182,21 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 func (s *stack) addWorker() *testWorker {
 	t := s.t
 	id := fmt.Sprintf("%s-w%d", s.prefix, len(s.workers))
-	runner := jobs.NewRunner(jobs.RunnerConfig{
-		Records: s.records, Artifacts: s.store,
-		Runtime: worker.Runtime{D: s.runtime}, WarmPool: s.opt.warmPool, MaxSandboxes: s.opt.maxSandboxes, MaxPerTenant: s.opt.maxPerTenant,
-		Limits: s.opt.limits, Worker: id, Concurrency: cmp.Or(s.opt.concurrency, 4), Logger: discardLogger,
-		Linger: time.Second,
-	})
-	if err := runner.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	srv := asynq.NewServerFromRedisClient(s.rdb, asynq.Config{
-		Concurrency:       4,
-		TaskCheckInterval: 20 * time.Millisecond, ShutdownTimeout: s.opt.shutdownTimeout,
-		Queues: map[string]int{jobs.QueueTasks: 1},
-		RetryDelayFunc: func(n int, err error, task *asynq.Task) time.Duration {
+	w := s.app.Worker(s.runtime, app.WorkerOptions{
+		ID: id, Linger: time.Second,
+		RetryDelay: func(n int, err error, task *asynq.Task) time.Duration {
 			if task.Type() == jobs.TypeWebhook {
-				return 100 * time.Millisecond // production backs off for an hour: see jobs
+				return 100 * time.Millisecond // production backs off for an hour: see jobs/webhook
 			}
-			return jobs.RetryDelay(n, err, task)
+			return worker.RetryDelay(n, err, task)
 		},
-		Logger: worker.AsynqLogger{L: discardLogger},
 	})
-	mux := asynq.NewServeMux()
-	mux.HandleFunc(jobs.TypeRun, runner.ProcessOneOff)
-	mux.Handle(jobs.TypeWebhook, &jobs.Webhooks{
-		Records: s.records, Presigner: s.store, Secrets: map[string]string{"acme": webhookSecret},
-		Client: jobs.WebhookGuard{Allow: s.opt.webhookAllow}.Client(5 * time.Second), Logger: discardLogger,
-	})
-	if err := srv.Start(mux); err != nil {
+	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	w := &testWorker{id: id, srv: srv, runner: runner}
-	s.workers = append(s.workers, w)
-	return w
+	tw := &testWorker{id: id, w: w}
+	s.workers = append(s.workers, tw)
+	return tw
 }
 
 // removeSandboxes removes what the test's sandboxes left, thread sandboxes included.
@@ -185,12 +205,12 @@ func (s *stack) removeSandboxes() { s.removeSandboxesOf(s.prefix) }
 func (s *stack) removeSandboxesOf(prefix string) {
 	ctx := context.Background()
 	list, _ := s.docker.ContainerList(ctx, container.ListOptions{
-		All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelInstall+"="+prefix)),
+		All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelInstall+"="+prefix)),
 	})
 	for _, c := range list {
 		_ = s.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	}
-	vols, _ := s.docker.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelInstall+"="+prefix))})
+	vols, _ := s.docker.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", docker.LabelInstall+"="+prefix))})
 	for _, v := range vols.Volumes {
 		_ = s.docker.VolumeRemove(ctx, v.Name, true)
 	}
@@ -319,11 +339,8 @@ func (s *stack) queueState(id string) string {
 	if err != nil || ex.ThreadID == "" {
 		return fmt.Sprintf("record: %+v %v", ex, err)
 	}
-	k := "ci:t:" + ex.Tenant + "/" + ex.ThreadID + ":"
-	own, _ := s.rdb.HGetAll(ctx, k+"own").Result()
-	q, _ := s.rdb.LRange(ctx, k+"q", 0, -1).Result()
-	inflight, _ := s.rdb.Get(ctx, k+"inflight").Result()
-	workers, _ := s.rdb.ZRangeWithScores(ctx, "ci:workers", 0, -1).Result()
-	return fmt.Sprintf("thread %s: owner %v, queue %v, in flight %q, workers %v (now %d)",
-		ex.ThreadID, own, q, inflight, workers, time.Now().UnixMilli())
+	st, err := s.threads.State(ctx, jobs.NewThreadKey(ex.Tenant, ex.ThreadID))
+	alive, _ := s.threads.Alive(ctx)
+	return fmt.Sprintf("thread %s: owner %q, queue %v, in flight %q (%v), live workers %v",
+		ex.ThreadID, st.Owner, st.Queued, st.Inflight, err, alive)
 }

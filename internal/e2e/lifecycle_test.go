@@ -14,7 +14,8 @@ import (
 
 	"github.com/codeinterp/codeinterp/internal/janitor"
 	"github.com/codeinterp/codeinterp/jobs"
-	"github.com/codeinterp/codeinterp/sandbox"
+	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/sandbox/docker"
 	"github.com/codeinterp/codeinterp/storage"
 )
 
@@ -23,7 +24,7 @@ import (
 func (s *stack) newJanitor(pause, reap time.Duration) *janitor.Janitor {
 	s.janitors++
 	return janitor.New(janitor.Config{
-		Records: s.records, Sandboxes: s.runtime, Store: s.store, ID: fmt.Sprintf("%s-janitor-%d", s.prefix, s.janitors),
+		Records: s.records, Threads: s.threads, Sandboxes: s.runtime, Store: s.store, ID: fmt.Sprintf("%s-janitor-%d", s.prefix, s.janitors),
 		IdlePause: pause, IdleReap: reap, OrphanAge: time.Nanosecond, Logger: discardLogger,
 	})
 }
@@ -50,7 +51,7 @@ func (s *stack) thread(t *testing.T, id string) threadView {
 func (s *stack) containers(t *testing.T, prefix string) map[string]string {
 	t.Helper()
 	list, err := s.docker.ContainerList(context.Background(), container.ListOptions{
-		All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelInstall+"="+prefix)),
+		All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelInstall+"="+prefix)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +109,7 @@ func TestIdleSandboxReapedThenRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if _, err := s.store.Stat(context.Background(), jobs.SnapshotKey("acme/reap")); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.store.Stat(context.Background(), jobs.SnapshotKey(jobs.NewThreadKey("acme", "reap"))); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("snapshot after DELETE: %v", err)
 	}
 	if ex := s.run(t, map[string]any{"thread_id": "reap", "code": "import os\nprint(os.path.exists('data'))"}); ex.Stdout != "False\n" {
@@ -242,8 +243,8 @@ func TestExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	records := jobs.NewRecords(s.rdb, jobs.RecordsConfig{Prefix: "ci:", TTL: time.Millisecond, HeartbeatTTL: heartbeatTTL})
-	j := janitor.New(janitor.Config{Records: records, Sandboxes: s.runtime, Store: store, ID: s.prefix + "-janitor",
+	recs := records.New(s.rdb, records.Config{Prefix: "ci:", TTL: time.Millisecond, Threads: s.threads})
+	j := janitor.New(janitor.Config{Records: recs, Threads: s.threads, Sandboxes: s.runtime, Store: store, ID: s.prefix + "-janitor",
 		IdlePause: time.Hour, IdleReap: time.Hour, Logger: discardLogger, ExpireEvery: time.Millisecond})
 	var rep janitor.Report
 	eventually(t, time.Minute, "artifacts expired", func() bool {

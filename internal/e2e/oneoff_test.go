@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/codeinterp/codeinterp/sandbox"
+	"github.com/codeinterp/codeinterp/sandbox/docker"
 )
 
 var discardLogger = slog.New(slog.DiscardHandler)
@@ -188,7 +189,7 @@ func (s *stack) wantNoSandboxes(t *testing.T) {
 	t.Helper()
 	eventually(t, 30*time.Second, "sandboxes removed", func() bool {
 		list, err := s.docker.ContainerList(context.Background(), container.ListOptions{
-			All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelInstall+"="+s.prefix)),
+			All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelInstall+"="+s.prefix)),
 		})
 		if err != nil {
 			t.Fatal(err)

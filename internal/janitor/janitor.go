@@ -3,33 +3,39 @@
 // whose worker died (keeping a snapshot of a thread's workspace), and deletes
 // expired artifacts and index entries. Each sweep is idempotent, and several
 // janitors (one per host) may sweep at once.
+//
+// It sees its host's sandboxes through sandbox.Host (injected), Redis through
+// jobs/records and jobs/threadq; it knows nothing of HTTP or of a runtime's client.
 package janitor
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/sandbox"
 	"github.com/codeinterp/codeinterp/storage"
 )
 
-// Sandboxes is what the janitor needs of the sandbox runtime on its host;
-// *sandbox.Docker provides it.
-type Sandboxes interface {
-	List(ctx context.Context) ([]sandbox.Info, error)
-	ThreadName(tenant, thread string) string
-	Open(ctx context.Context, id string) (*sandbox.Sandbox, error)
+// Storage is what the janitor needs of artifact storage; *storage.Store provides it.
+type Storage interface {
+	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (storage.Object, error)
+	DeleteBefore(ctx context.Context, prefix string, before time.Time) (int, error)
+	Retention() time.Duration
 }
 
 // Config configures a Janitor.
 type Config struct {
-	Records   *jobs.Records
-	Sandboxes Sandboxes
-	Store     *storage.Store
+	Records   *records.Store
+	Threads   *threadq.Queue
+	Sandboxes sandbox.Host
+	Store     Storage
 	ID        string        // this janitor's id, as an owner of threads it reclaims
 	IdlePause time.Duration // pause a thread's sandbox idle this long; default 60 s
 	IdleReap  time.Duration // snapshot and remove one idle this long; default 30 min
@@ -117,15 +123,14 @@ func (j *Janitor) sweepIdle(ctx context.Context, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	threads := j.cfg.Records.Threads()
-	for _, z := range idle {
-		tk := z.Member.(string)
-		tenant, thread := jobs.SplitThreadKey(tk)
-		st, err := j.cfg.Records.ThreadState(ctx, tenant, thread)
+	threads := j.cfg.Threads
+	for _, a := range idle {
+		tk := a.Thread
+		st, err := j.cfg.Records.ThreadState(ctx, tk)
 		if err != nil {
 			return err
 		}
-		owner, err := threads.OwnerAlive(ctx, tk, now)
+		owner, err := threads.OwnerAlive(ctx, tk)
 		if err != nil {
 			return err
 		}
@@ -135,17 +140,16 @@ func (j *Janitor) sweepIdle(ctx context.Context, rep *Report) error {
 		if queued, err := threads.Queued(ctx, tk); err != nil || queued > 0 {
 			continue
 		}
-		lastActive := time.UnixMilli(int64(z.Score))
 		var kind jobs.Kind
 		switch {
-		case (st.Sandbox == "running" || st.Sandbox == "paused") && now.Sub(lastActive) >= j.cfg.IdleReap:
+		case (st.Sandbox == jobs.SandboxRunning || st.Sandbox == jobs.SandboxPaused) && now.Sub(a.LastActive) >= j.cfg.IdleReap:
 			kind, rep.ReapRequested = jobs.KindReap, rep.ReapRequested+1
-		case st.Sandbox == "running":
+		case st.Sandbox == jobs.SandboxRunning:
 			kind, rep.PauseRequested = jobs.KindPause, rep.PauseRequested+1
 		default:
 			continue
 		}
-		if err := j.cfg.Records.EnqueueLifecycle(ctx, tk, kind, now); err != nil {
+		if err := j.cfg.Records.EnqueueLifecycle(ctx, tk, kind); err != nil {
 			return fmt.Errorf("queue %s on %s: %w", kind, tk, err)
 		}
 	}

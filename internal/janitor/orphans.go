@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
@@ -14,16 +15,16 @@ import (
 // next execution, on any host, gets its files back.
 func (j *Janitor) sweepOrphans(ctx context.Context, rep *Report) error {
 	now := j.cfg.Now()
-	workers := j.cfg.Records.Workers()
+	workers := j.cfg.Threads
 	list, err := j.cfg.Sandboxes.List(ctx)
 	if err != nil || len(list) == 0 {
 		return err
 	}
 	// Announce this janitor: it owns, briefly, the threads it reclaims.
-	if err := workers.Beat(ctx, j.cfg.ID, now, false); err != nil {
+	if err := workers.Beat(ctx, j.cfg.ID, false); err != nil {
 		return err
 	}
-	aliveIDs, err := workers.Alive(ctx, now)
+	aliveIDs, err := workers.Alive(ctx)
 	if err != nil {
 		return err
 	}
@@ -57,14 +58,14 @@ func (j *Janitor) sweepOrphans(ctx context.Context, rep *Report) error {
 }
 
 // threadNames maps the container name of every active thread's sandbox to the thread.
-func (j *Janitor) threadNames(ctx context.Context) (map[string]string, error) {
+func (j *Janitor) threadNames(ctx context.Context) (map[string]jobs.ThreadKey, error) {
 	tks, err := j.cfg.Records.ActiveThreads(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[string]string, len(tks))
+	m := make(map[string]jobs.ThreadKey, len(tks))
 	for _, tk := range tks {
-		tenant, thread := jobs.SplitThreadKey(tk)
+		tenant, thread := tk.Split()
 		m[j.cfg.Sandboxes.ThreadName(tenant, thread)] = tk
 	}
 	return m, nil
@@ -73,13 +74,13 @@ func (j *Janitor) threadNames(ctx context.Context) (map[string]string, error) {
 // reclaimThread snapshots and removes a thread's sandbox if no live worker owns the
 // thread and no work waits for it. The janitor owns the thread meanwhile, so no
 // worker can adopt the sandbox halfway.
-func (j *Janitor) reclaimThread(ctx context.Context, tk string, info sandbox.Info, rep *Report) error {
-	threads := j.cfg.Records.Threads()
-	if owner, err := threads.OwnerAlive(ctx, tk, j.cfg.Now()); err != nil || owner != "" {
+func (j *Janitor) reclaimThread(ctx context.Context, tk jobs.ThreadKey, info sandbox.Info, rep *Report) error {
+	threads := j.cfg.Threads
+	if owner, err := threads.OwnerAlive(ctx, tk); err != nil || owner != "" {
 		return err
 	}
 	inflight, err := threads.Claim(ctx, tk, j.cfg.ID)
-	if errors.Is(err, jobs.ErrOwned) {
+	if errors.Is(err, threadq.ErrOwned) {
 		return nil
 	}
 	if err != nil {
@@ -106,7 +107,7 @@ func (j *Janitor) reclaimThread(ctx context.Context, tk string, info sandbox.Inf
 		if err != nil {
 			return fmt.Errorf("store snapshot of %s: %w", tk, err)
 		}
-		if err := j.cfg.Records.SetThreadSandbox(ctx, tk, "none", true); err != nil {
+		if err := j.cfg.Records.SetThreadSandbox(ctx, tk, jobs.SandboxNone, true); err != nil {
 			return err
 		}
 		rep.OrphansSaved++

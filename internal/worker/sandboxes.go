@@ -1,47 +1,101 @@
-// Package worker holds glue of the worker binary that fits no library package.
 package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
-// Runtime adapts the Docker sandbox runtime to what jobs needs.
-type Runtime struct{ D *sandbox.Docker }
+// threadSandbox returns the thread's sandbox, in this order: the warm one this worker
+// holds (resumed if paused); the thread's sandbox on this host, adopted from a worker
+// that let go of it; a blank one from the pool; a new one. A sandbox that is not the
+// warm one gets the thread's last snapshot restored, if it has one, and so reports a
+// restarted kernel.
+func (r *Runner) threadSandbox(ctx context.Context, th *thread) (sandbox.Sandbox, jobs.SandboxInfo, error) {
+	if th.sb != nil {
+		resumed, err := th.sb.Resume(ctx)
+		if err != nil {
+			return nil, jobs.SandboxInfo{}, err
+		}
+		if resumed {
+			r.setSandboxState(ctx, th, jobs.SandboxRunning)
+		}
+		return th.sb, jobs.SandboxInfo{Reused: true, Resumed: resumed}, nil
+	}
+	spec := r.threadSpec(th)
+	sb, err := r.cfg.Runtime.Find(ctx, spec)
+	if err != nil {
+		return nil, jobs.SandboxInfo{}, err
+	}
+	if sb != nil {
+		return r.keep(ctx, th, sb, jobs.SandboxInfo{Reused: true, KernelRestarted: true})
+	}
+	r.makeRoom(ctx, th)
+	if sb, err = r.newThreadSandbox(ctx, spec); err != nil {
+		return nil, jobs.SandboxInfo{}, err
+	}
+	info := jobs.SandboxInfo{}
+	restored, err := r.restoreSnapshot(ctx, th, sb)
+	if err != nil {
+		_ = sb.Remove(context.WithoutCancel(ctx))
+		return nil, jobs.SandboxInfo{}, err
+	}
+	info.KernelRestarted = restored
+	return r.keep(ctx, th, sb, info)
+}
 
-var _ jobs.Runtime = Runtime{}
+func (r *Runner) threadSpec(th *thread) sandbox.Spec {
+	return sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits, Preload: true}
+}
 
-// Create creates a sandbox.
-func (r Runtime) Create(ctx context.Context, spec sandbox.Spec) (jobs.Sandbox, error) {
-	sb, err := r.D.Create(ctx, spec)
-	if sb == nil {
-		return nil, err
+func (r *Runner) keep(ctx context.Context, th *thread, sb sandbox.Sandbox, info jobs.SandboxInfo) (sandbox.Sandbox, jobs.SandboxInfo, error) {
+	r.mu.Lock()
+	th.sb = sb
+	r.mu.Unlock()
+	if err := r.cfg.Records.SandboxLive(ctx, th.key, r.cfg.Now()); err != nil {
+		r.cfg.Logger.Warn("record live sandbox", "thread", th.key, "err", err)
+	}
+	return sb, info, nil
+}
+
+// newThreadSandbox takes a blank sandbox from the pool, or creates one.
+func (r *Runner) newThreadSandbox(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if blank := r.pool.take(); blank != nil {
+		err := blank.Assign(ctx, spec.Tenant, spec.Thread)
+		if err == nil {
+			return blank, nil
+		}
+		_ = blank.Remove(context.WithoutCancel(ctx))
+		if !errors.Is(err, sandbox.ErrExists) {
+			r.cfg.Logger.Warn("assign pooled sandbox", "thread", spec.Thread, "err", err)
+		}
+	}
+	sb, err := r.cfg.Runtime.Create(ctx, spec)
+	if errors.Is(err, sandbox.ErrExists) {
+		// Created meanwhile by a worker that has since let go: adopt it.
+		if sb, err = r.cfg.Runtime.Find(ctx, spec); err == nil && sb == nil {
+			err = fmt.Errorf("thread %s: sandbox vanished while being adopted", spec.Thread)
+		}
 	}
 	return sb, err
 }
 
-// Find adopts a thread's sandbox, keeping "none" a nil interface.
-func (r Runtime) Find(ctx context.Context, spec sandbox.Spec) (jobs.Sandbox, error) {
-	sb, err := r.D.Find(ctx, spec)
-	if sb == nil {
-		return nil, err
+// restoreSnapshot fills a new sandbox with the thread's last snapshot, if any.
+func (r *Runner) restoreSnapshot(ctx context.Context, th *thread, sb sandbox.Sandbox) (bool, error) {
+	st, err := r.cfg.Records.ThreadState(ctx, th.key)
+	if err != nil || st == nil || !st.Snapshot {
+		return false, err
 	}
-	return sb, nil
-}
-
-// CreateBlank creates a sandbox for the warm pool.
-func (r Runtime) CreateBlank(ctx context.Context, owner string, limits sandbox.Limits) (jobs.Sandbox, error) {
-	sb, err := r.D.CreateBlank(ctx, owner, limits)
-	if sb == nil {
-		return nil, err
+	rc, _, err := r.cfg.Artifacts.Open(ctx, jobs.SnapshotKey(th.key))
+	if err != nil {
+		return false, fmt.Errorf("open snapshot of thread %s: %w", th.id, err)
 	}
-	return sb, nil
+	defer rc.Close()
+	if err := sb.Restore(ctx, rc); err != nil {
+		return false, err
+	}
+	return true, nil
 }
-
-// Count counts the sandboxes on this host.
-func (r Runtime) Count(ctx context.Context) (int, error) { return r.D.Count(ctx) }
-
-// Ping checks the engine and the sandbox image.
-func (r Runtime) Ping(ctx context.Context) error { return r.D.Ping(ctx) }

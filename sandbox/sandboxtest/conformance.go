@@ -13,19 +13,8 @@ import (
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
-// Sandbox is what the suite needs of a sandbox.
-type Sandbox interface {
-	Run(ctx context.Context, req sandbox.Request, onEvent func(sandbox.Event)) (sandbox.Outcome, error)
-	PutFiles(ctx context.Context, files []sandbox.File) error
-	OpenFile(ctx context.Context, name string) (io.ReadCloser, sandbox.FileInfo, error)
-	Pause(ctx context.Context) error
-	Resume(ctx context.Context) (bool, error)
-	Snapshot(ctx context.Context) (io.ReadCloser, error)
-	Restore(ctx context.Context, archive io.Reader) error
-}
-
 // NewFunc creates a sandbox for one subtest and removes it when the test ends.
-type NewFunc func(t *testing.T, spec sandbox.Spec) Sandbox
+type NewFunc func(t *testing.T, spec sandbox.Spec) sandbox.Sandbox
 
 // Exercise runs the conformance suite. Subtests run in parallel, each in its own sandbox.
 func Exercise(t *testing.T, newSandbox NewFunc) {
@@ -64,7 +53,7 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 
 type bundle struct{ newSandbox NewFunc }
 
-func (b bundle) sandbox(t *testing.T, mods ...func(*sandbox.Spec)) Sandbox {
+func (b bundle) sandbox(t *testing.T, mods ...func(*sandbox.Spec)) sandbox.Sandbox {
 	spec := sandbox.Spec{Tenant: "conformance", Thread: strings.ReplaceAll(t.Name(), "/", "-")}
 	for _, m := range mods {
 		m(&spec)
@@ -73,7 +62,7 @@ func (b bundle) sandbox(t *testing.T, mods ...func(*sandbox.Spec)) Sandbox {
 }
 
 // run runs code and fails the test on a service error.
-func run(t *testing.T, sb Sandbox, req sandbox.Request) sandbox.Outcome {
+func run(t *testing.T, sb sandbox.Sandbox, req sandbox.Request) sandbox.Outcome {
 	t.Helper()
 	if req.ID == "" {
 		req.ID = "run-" + time.Now().Format("150405.000000000")
@@ -97,7 +86,7 @@ func wantStatus(t *testing.T, out sandbox.Outcome, want sandbox.Status) {
 	}
 }
 
-func readAll(t *testing.T, sb Sandbox, name string) string {
+func readAll(t *testing.T, sb sandbox.Sandbox, name string) string {
 	t.Helper()
 	rc, _, err := sb.OpenFile(context.Background(), name)
 	if err != nil {

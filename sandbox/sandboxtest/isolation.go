@@ -143,7 +143,7 @@ func testForkBomb(t *testing.T, b bundle) {
 
 // wantFewProcesses checks that only the kernel and the checking command run as the
 // code's user.
-func wantFewProcesses(t *testing.T, sb Sandbox) {
+func wantFewProcesses(t *testing.T, sb sandbox.Sandbox) {
 	t.Helper()
 	out := run(t, sb, sandbox.Request{Language: "bash", Code: "ps -e -o user=,pid=,ppid=,args= | grep ^sandbox"})
 	if n := strings.Count(out.Stdout, "\n"); n > 4 {

@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/codeinterp/codeinterp/internal/api"
+	"github.com/codeinterp/codeinterp/internal/service"
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/records"
+)
+
+// API is a wired HTTP API: its handler, and the subscription long-polls wait on.
+type API struct {
+	Handler http.Handler
+	Service *service.Service
+	waiter  *records.Waiter
+}
+
+// API builds the HTTP API and starts its end-of-execution subscription (waiting for
+// Redis up to a minute). Call Close when done.
+func (a *App) API(ctx context.Context) (*API, error) {
+	cfg := a.Config
+	keysFile := ""
+	if cfg.APIKeysFile != "" {
+		b, err := os.ReadFile(cfg.APIKeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("CODEINTERP_API_KEYS_FILE: %w", err)
+		}
+		keysFile = string(b)
+	}
+	keys, err := api.ParseKeys(cfg.APIKeys, keysFile)
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := cfg.Webhooks()
+	if err != nil {
+		return nil, err
+	}
+	waiter := a.Records.NewWaiter()
+	if err := WaitFor(ctx, "redis", waiter.Start); err != nil {
+		return nil, err
+	}
+	svc := service.New(service.Config{
+		Records: a.Records, Threads: a.Threads, Waiter: waiter, Queue: jobs.NewEnqueuer(a.Tasks), Store: a.Store,
+		WebhookTenants: tenantSet(hooks.Secrets), WebhookGuard: hooks.Guard, Logger: a.Logger,
+		Limits: service.Limits{
+			MaxUploadBytes: cfg.WorkspaceMB << 20, WorkspaceBytes: cfg.WorkspaceMB << 20,
+			DefaultTimeoutMS: cfg.TimeoutMS, MaxTimeoutMS: cfg.MaxTimeoutMS,
+		},
+	})
+	srv := api.New(api.Config{
+		Service: svc, Keys: keys, Logger: a.Logger,
+		Limits: api.Limits{MaxRequestBytes: cfg.MaxRequestBytes, MaxUploadBytes: cfg.WorkspaceMB << 20},
+		Ready: []api.Check{
+			{Name: "redis", Check: func(ctx context.Context) error { return a.Redis.Ping(ctx).Err() }},
+			{Name: "storage", Check: a.Store.Ping},
+			{Name: "workers", Check: func(ctx context.Context) error {
+				live, err := a.Threads.Ready(ctx)
+				if err == nil && len(live) == 0 {
+					err = errors.New("no worker with a reachable Docker engine has sent a heartbeat")
+				}
+				return err
+			}},
+		},
+	})
+	return &API{Handler: srv, Service: svc, waiter: waiter}, nil
+}
+
+// Close ends the API's subscription.
+func (x *API) Close() { x.waiter.Shutdown() }
+
+func tenantSet(secrets map[string]string) map[string]bool {
+	set := make(map[string]bool, len(secrets))
+	for t := range secrets {
+		set[t] = true
+	}
+	return set
+}

@@ -1,0 +1,70 @@
+// Package app is the one composition root of codeinterp: it opens the clients every
+// binary needs (Redis, the artifact store, the task queue), builds the shared
+// Redis-backed parts (the thread queue, the record store) and wires the API, the
+// worker and the janitor from the configuration. cmd/api, cmd/worker, cmd/janitor and
+// the end-to-end tests all build through it.
+//
+// A sandbox runtime is handed in, not opened here, so the API binary never links a
+// container runtime's client: app/dockerhost opens the Docker one.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codeinterp/codeinterp/internal/config"
+	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/threadq"
+	"github.com/codeinterp/codeinterp/jobs/webhook"
+	"github.com/codeinterp/codeinterp/storage"
+)
+
+// App holds the connections and the shared parts of one process.
+type App struct {
+	Config  config.Config
+	Logger  *slog.Logger
+	Redis   *redis.Client
+	Store   *storage.Store
+	Tasks   *asynq.Client // enqueues one-offs and webhook deliveries
+	Threads *threadq.Queue
+	Records *records.Store
+}
+
+// Open connects to Redis and the artifact store and waits (up to a minute, as under
+// compose they may still be starting) until the bucket is ready.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("CODEINTERP_REDIS_URL: %w", err)
+	}
+	// Long-polls and blocking reads hold connections; keep room for them, and let a
+	// canceled context end a blocking read.
+	opts.PoolSize = max(opts.PoolSize, 64)
+	opts.ContextTimeoutEnabled = true
+	rdb := redis.NewClient(opts)
+	store, err := storage.New(cfg.Storage())
+	if err == nil {
+		err = WaitFor(ctx, "storage", store.Init)
+	}
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	a := &App{Config: cfg, Logger: log, Redis: rdb, Store: store, Tasks: asynq.NewClientFromRedisClient(rdb)}
+	a.Threads = threadq.New(rdb, threadq.Config{Prefix: cfg.KeyPrefix, HeartbeatTTL: cfg.HeartbeatTTL})
+	a.Records = records.New(rdb, records.Config{
+		Prefix: cfg.KeyPrefix, TTL: cfg.Retention, Threads: a.Threads,
+		OnEnd: webhook.OnEnd(a.Tasks, log),
+	})
+	return a, nil
+}
+
+// Close closes what Open opened.
+func (a *App) Close() {
+	a.Tasks.Close()
+	a.Redis.Close()
+}

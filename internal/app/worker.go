@@ -1,0 +1,77 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/codeinterp/codeinterp/internal/worker"
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/webhook"
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// WorkerOptions are knobs tests turn; the zero value is production's.
+type WorkerOptions struct {
+	ID         string               // overrides the configured worker id: several workers in one process
+	Linger     time.Duration        // how long a blocking wait lasts; default 30 s
+	RetryDelay asynq.RetryDelayFunc // default worker.RetryDelay
+}
+
+// Worker is a wired worker: the thread runner and the asynq server of one-offs and
+// webhook deliveries.
+type Worker struct {
+	Runner *worker.Runner
+	srv    *asynq.Server
+	mux    *asynq.ServeMux
+}
+
+// Worker builds a worker running sandboxes on rt. It does no I/O; call Start.
+func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
+	cfg := a.Config
+	cfg.WorkerID = cmp.Or(opt.ID, cfg.WorkerID)
+	hooks, _ := cfg.Webhooks() // validated by config.Load
+	runner := worker.NewRunner(worker.Config{
+		Records: a.Records, Threads: a.Threads, Artifacts: a.Store,
+		Runtime: rt, Limits: cfg.Limits(), WarmPool: cfg.WarmPool,
+		MaxSandboxes: cfg.MaxSandboxes, MaxPerTenant: cfg.MaxSandboxesPerTenant,
+		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, MaxLog: cfg.MaxLogBytes, Logger: a.Logger,
+		Linger: opt.Linger,
+	})
+	retry := opt.RetryDelay
+	if retry == nil {
+		retry = worker.RetryDelay
+	}
+	srv := asynq.NewServerFromRedisClient(a.Redis, asynq.Config{
+		Concurrency:       cfg.Concurrency,
+		Queues:            map[string]int{jobs.QueueTasks: 1},
+		TaskCheckInterval: cfg.TaskCheckInterval,
+		ShutdownTimeout:   cfg.ShutdownTimeout,
+		RetryDelayFunc:    retry,
+		Logger:            worker.AsynqLogger{L: a.Logger},
+	})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(jobs.TypeRun, runner.ProcessOneOff)
+	mux.Handle(jobs.TypeWebhook, &webhook.Deliverer{
+		Records: a.Records, Presigner: a.Store, Secrets: hooks.Secrets,
+		Client: hooks.Guard.Client(cfg.WebhookTimeout), Logger: a.Logger,
+	})
+	return &Worker{Runner: runner, srv: srv, mux: mux}
+}
+
+// Start starts the thread runner and the task server.
+func (w *Worker) Start(ctx context.Context) error {
+	if err := w.Runner.Start(ctx); err != nil {
+		return err
+	}
+	return w.srv.Start(w.mux)
+}
+
+// Shutdown stops taking tasks, lets running ones finish for up to the configured
+// shutdown timeout (one-offs) or until ctx ends (threads), then stops.
+func (w *Worker) Shutdown(ctx context.Context) {
+	w.srv.Shutdown()
+	w.Runner.Shutdown(ctx)
+}

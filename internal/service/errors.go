@@ -1,0 +1,51 @@
+package service
+
+import "fmt"
+
+// Code classifies a failure the client caused (or may retry).
+type Code string
+
+// Error codes, as the API's error bodies carry them.
+const (
+	CodeInvalid     Code = "invalid_argument"
+	CodeTooLarge    Code = "payload_too_large"
+	CodeNotFound    Code = "not_found"
+	CodeConflict    Code = "conflict"
+	CodeUnavailable Code = "unavailable"
+)
+
+// Error is a failure of a request, not of the service: a bad field, a missing
+// resource, a conflict, or a moment when the request cannot be served.
+type Error struct {
+	Code       Code
+	Field      string // the request field at fault, as the client named it
+	Message    string
+	RetryAfter int // seconds, for CodeUnavailable
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+// Invalid reports a bad field.
+func Invalid(field, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// TooLarge reports a field or body over its limit.
+func TooLarge(field, format string, args ...any) *Error {
+	return &Error{Code: CodeTooLarge, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFound reports that what names the tenant's resource that does not exist.
+func NotFound(what string) *Error {
+	return &Error{Code: CodeNotFound, Message: what + " not found"}
+}
+
+// Unavailable reports a request that cannot be served now; the client may retry.
+func Unavailable(format string, args ...any) *Error {
+	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf(format, args...), RetryAfter: 1}
+}

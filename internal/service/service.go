@@ -1,0 +1,83 @@
+// Package service holds codeinterp's use cases, independent of any transport:
+// submitting an execution (validation, idempotency, inputs, the record, dispatch),
+// reading and awaiting it, canceling, listing, thread operations, uploads. The HTTP
+// API (internal/api) is a thin echo adapter over it; an MCP endpoint is another.
+//
+// Failures a client caused are *[Error]s with a [Code] and the field at fault; any
+// other error is the service's own. It talks to Redis through jobs/records and
+// jobs/threadq and to storage through the interface it declares; it must not import
+// a sandbox runtime or an HTTP framework.
+package service
+
+import (
+	"cmp"
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/threadq"
+	"github.com/codeinterp/codeinterp/jobs/webhook"
+	"github.com/codeinterp/codeinterp/storage"
+)
+
+// Storage is what the use cases need of artifact storage; *storage.Store provides it.
+type Storage interface {
+	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (storage.Object, error)
+	Open(ctx context.Context, key string) (io.ReadCloser, storage.Object, error)
+	Stat(ctx context.Context, key string) (storage.Object, error)
+	PresignGet(ctx context.Context, key, filename string) (string, time.Time, error)
+	Retention() time.Duration
+}
+
+// Queue is what submitting needs of the task queue; *jobs.Enqueuer provides it.
+type Queue interface {
+	Enqueue(ctx context.Context, ex *jobs.Execution) error
+}
+
+// Limits bound what one request may ask for.
+type Limits struct {
+	MaxUploadBytes   int64 // one uploaded file
+	WorkspaceBytes   int64 // all input files of one execution
+	DefaultTimeoutMS int64
+	MaxTimeoutMS     int64
+}
+
+// Config wires a [Service].
+type Config struct {
+	Records *records.Store
+	Threads *threadq.Queue
+	Waiter  *records.Waiter
+	Queue   Queue
+	Store   Storage
+	Limits  Limits
+	// Webhooks: the tenants that may use them (those with a signing secret) and the
+	// addresses they may target.
+	WebhookTenants map[string]bool
+	WebhookGuard   webhook.Guard
+	Logger         *slog.Logger
+	NewID          func() string
+	Now            func() time.Time
+}
+
+// Service runs the use cases.
+type Service struct{ cfg Config }
+
+// New returns a Service. It does no I/O.
+func New(cfg Config) *Service {
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = jobs.NewID
+	}
+	return &Service{cfg: cfg}
+}
+
+// Render renders ex for a client, with freshly presigned download URLs.
+func (s *Service) Render(ctx context.Context, ex *jobs.Execution) (*jobs.View, error) {
+	return jobs.Render(ctx, ex, s.cfg.Store)
+}

@@ -1,0 +1,166 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/storage"
+)
+
+// Idempotency makes a submission safe to retry: a second submission with the same
+// Key returns the first execution; with a different request (Hash) it is a conflict.
+type Idempotency struct {
+	Key  string // "" when the client sent none
+	Hash string // of the request, in a form that ignores encoding differences
+}
+
+// MaxIdempotencyKey bounds an idempotency key.
+const MaxIdempotencyKey = 255
+
+// Replay returns the execution an earlier submission with the same idempotency key
+// created, or nil if there was none. Call it before decoding a request, so a replay
+// stores nothing twice.
+func (s *Service) Replay(ctx context.Context, tenant string, idem Idempotency) (*jobs.Execution, error) {
+	if idem.Key == "" {
+		return nil, nil
+	}
+	if len(idem.Key) > MaxIdempotencyKey {
+		return nil, Invalid("Idempotency-Key", "is longer than %d characters", MaxIdempotencyKey)
+	}
+	id, hash, err := s.cfg.Records.Lookup(ctx, tenant, idem.Key)
+	if err != nil || id == "" {
+		return nil, err
+	}
+	return s.replay(ctx, tenant, id, hash == idem.Hash)
+}
+
+func (s *Service) replay(ctx context.Context, tenant, id string, sameRequest bool) (*jobs.Execution, error) {
+	if !sameRequest {
+		return nil, &Error{Code: CodeConflict, Field: "Idempotency-Key", Message: "was already used with a different request"}
+	}
+	return s.cfg.Records.Get(ctx, tenant, id)
+}
+
+// Submit validates req, stores its input files and queues it: a one-off on the task
+// queue, a thread's item in the thread's order. It returns the execution as queued
+// (or, for a replayed idempotency key, as it stands).
+func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, idem Idempotency) (*jobs.Execution, error) {
+	if len(idem.Key) > MaxIdempotencyKey {
+		return nil, Invalid("Idempotency-Key", "is longer than %d characters", MaxIdempotencyKey)
+	}
+	files, err := req.validate(s.cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkWebhook(tenant, req.WebhookURL); err != nil {
+		return nil, err
+	}
+	ex := &jobs.Execution{
+		ID: s.cfg.NewID(), Tenant: tenant, ThreadID: deref(req.ThreadID), Language: req.Language, Status: jobs.Queued,
+		Code: *req.Code, Env: req.Env, TimeoutMS: *req.TimeoutMS, Metadata: req.Metadata,
+		CreatedAt: s.cfg.Now().UTC(), WebhookURL: req.WebhookURL,
+	}
+	if ex.WebhookURL != "" {
+		ex.Webhook = &jobs.WebhookState{State: jobs.DeliveryPending}
+	}
+	if ex.Inputs, err = s.storeInputs(ctx, ex, files); err != nil {
+		return nil, err
+	}
+	created, err := s.cfg.Records.Create(ctx, ex, idem.Key, idem.Hash)
+	switch { // not created: lost a race with the same Idempotency-Key
+	case errors.Is(err, records.ErrIdempotencyMismatch):
+		return s.replay(ctx, tenant, created.ID, false)
+	case err != nil:
+		return nil, err
+	case !created.Created:
+		return s.replay(ctx, tenant, created.ID, true)
+	}
+	if err := s.dispatch(ctx, ex); err != nil {
+		// Take it back, so the client's retry, with the same key, starts afresh.
+		s.withdraw(ctx, ex, idem.Key)
+		return nil, Unavailable("could not queue the execution: %v", err)
+	}
+	return ex, nil
+}
+
+// dispatch gets a new record to a worker. A thread's item needs nothing more: Create
+// woke its owner or offered the thread to every worker. A one-off goes on the queue.
+func (s *Service) dispatch(ctx context.Context, ex *jobs.Execution) error {
+	if ex.ThreadID != "" {
+		return nil
+	}
+	return s.cfg.Queue.Enqueue(ctx, ex)
+}
+
+// withdraw undoes a Create whose dispatch failed: a one-off record is deleted; a
+// thread's is canceled in place (it is already in the thread's order) so it never runs.
+func (s *Service) withdraw(ctx context.Context, ex *jobs.Execution, idemKey string) {
+	if ex.ThreadID == "" {
+		_ = s.cfg.Records.Delete(ctx, ex, idemKey)
+		return
+	}
+	_, _ = s.cfg.Records.Cancel(ctx, ex.Tenant, ex.ID)
+	_ = s.cfg.Records.ForgetIdempotencyKey(ctx, ex.Tenant, idemKey)
+}
+
+// checkWebhook refuses a webhook the tenant cannot have: without a signing secret,
+// or aimed at an address literal that deliveries may not reach. Names are checked
+// when delivering, after DNS.
+func (s *Service) checkWebhook(tenant, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	if !s.cfg.WebhookTenants[tenant] {
+		return Invalid("webhook_url", "webhooks are not enabled for this tenant: the operator has configured no signing secret for it")
+	}
+	u, _ := url.Parse(raw)
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && !s.cfg.WebhookGuard.Permitted(ip) {
+		return Invalid("webhook_url", "targets %s, a loopback, private, link-local or otherwise internal address", ip)
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// storeInputs puts inline files in storage and checks that uploads exist.
+func (s *Service) storeInputs(ctx context.Context, ex *jobs.Execution, files []validFile) ([]jobs.Input, error) {
+	var inputs []jobs.Input
+	var total int64
+	for i, f := range files {
+		if f.object != "" {
+			key := jobs.UploadKey(ex.Tenant, f.object)
+			obj, err := s.cfg.Store.Stat(ctx, key)
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil, Invalid("files["+strconv.Itoa(i)+"].object", "no upload %q (uploads expire after %s)", f.object, s.cfg.Store.Retention())
+			}
+			if err != nil {
+				return nil, err
+			}
+			total += obj.Size
+			inputs = append(inputs, jobs.Input{Name: f.name, Key: key, Size: obj.Size})
+			continue
+		}
+		total += int64(len(f.data))
+		key := jobs.InputKey(ex, f.name)
+		if _, err := s.cfg.Store.Put(ctx, key, bytes.NewReader(f.data), int64(len(f.data)), ""); err != nil {
+			return nil, err
+		}
+		inputs = append(inputs, jobs.Input{Name: f.name, Key: key, Size: int64(len(f.data))})
+	}
+	if total > s.cfg.Limits.WorkspaceBytes {
+		return nil, TooLarge("files", "input files total %d bytes; the workspace holds %d", total, s.cfg.Limits.WorkspaceBytes)
+	}
+	return inputs, nil
+}

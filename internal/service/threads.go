@@ -1,0 +1,170 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/sandbox"
+	"github.com/codeinterp/codeinterp/storage"
+)
+
+// OpWait bounds how long a thread operation that the client waits for (get a file,
+// delete the thread) may take, including the executions queued before it.
+const OpWait = 60 * time.Second
+
+// Thread is what a client sees of a thread.
+type Thread struct {
+	ID           string
+	Sandbox      jobs.SandboxState
+	LastActiveAt *time.Time
+	Queued       int64
+	Files        []sandbox.FileInfo
+}
+
+// ListThreads returns up to limit (1 to 1000) of the tenant's threads, most recently
+// active first.
+func (s *Service) ListThreads(ctx context.Context, tenant string, limit int) ([]records.ThreadSummary, error) {
+	if limit < 1 || limit > 1000 {
+		return nil, Invalid("limit", "must be between 1 and 1000")
+	}
+	return s.cfg.Records.TenantThreads(ctx, tenant, limit)
+}
+
+// Thread returns one of the tenant's threads, or NotFound for a thread never used.
+func (s *Service) Thread(ctx context.Context, tenant, id string) (*Thread, error) {
+	if err := ValidThread("id", id); err != nil {
+		return nil, err
+	}
+	tk := jobs.NewThreadKey(tenant, id)
+	state, err := s.cfg.Records.ThreadState(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	queued, err := s.cfg.Threads.Queued(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	owner, err := s.cfg.Threads.OwnerAlive(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	if state == nil && queued == 0 {
+		return nil, NotFound("thread " + id)
+	}
+	th := &Thread{ID: id, Sandbox: jobs.SandboxNone, Queued: queued}
+	if state != nil {
+		t := state.LastActiveAt
+		th.LastActiveAt = &t
+		th.Files = state.Files
+		// The owner's word counts only while it is alive: a dead worker's kernel is gone.
+		if owner != "" && state.Sandbox != "" {
+			th.Sandbox = state.Sandbox
+		}
+	}
+	return th, nil
+}
+
+// DeleteThread cancels the thread's queued executions, then removes its sandbox and
+// workspace, in order after whatever is running.
+func (s *Service) DeleteThread(ctx context.Context, tenant, id string) error {
+	if _, err := s.Thread(ctx, tenant, id); err != nil {
+		return err
+	}
+	items, err := s.cfg.Threads.Items(ctx, jobs.NewThreadKey(tenant, id))
+	if err != nil {
+		return err
+	}
+	for _, item := range items {
+		if _, err := s.cfg.Records.Cancel(ctx, tenant, item); err != nil && !errors.Is(err, records.ErrNotFound) {
+			return err
+		}
+	}
+	op, err := s.runOp(ctx, &jobs.Execution{Kind: jobs.KindDeleteThread, Tenant: tenant, ThreadID: id})
+	if err != nil {
+		return err
+	}
+	if op.Status != jobs.Succeeded {
+		return Unavailable("deleting thread %s: %s", id, opProblem(op))
+	}
+	return nil
+}
+
+// PutFile stores body as a file of the thread's workspace, applied in order with the
+// thread's executions: every execution submitted after it returns sees it. body may
+// be of unknown size (-1).
+func (s *Service) PutFile(ctx context.Context, tenant, id, path string, body io.Reader, size int64) (string, storage.Object, error) {
+	if err := ValidThread("id", id); err != nil {
+		return "", storage.Object{}, err
+	}
+	name, err := sandbox.CleanPath(path)
+	if err != nil {
+		return "", storage.Object{}, Invalid("path", "%v", err)
+	}
+	op := &jobs.Execution{ID: jobs.NewOpID(), Kind: jobs.KindPutFile, Tenant: tenant, ThreadID: id, Status: jobs.Queued, CreatedAt: s.cfg.Now().UTC()}
+	key := jobs.InputKey(op, name)
+	obj, err := s.cfg.Store.Put(ctx, key, body, size, "")
+	if err != nil {
+		return "", storage.Object{}, err
+	}
+	op.Inputs = []jobs.Input{{Name: name, Key: key, Size: obj.Size}}
+	if _, err := s.cfg.Records.Create(ctx, op, "", ""); err != nil {
+		return "", storage.Object{}, err
+	}
+	return name, obj, nil
+}
+
+// GetFile reads a file of the thread's workspace as it is after the thread's earlier
+// executions: it is copied to storage, and returned as an artifact.
+func (s *Service) GetFile(ctx context.Context, tenant, id, path string) (jobs.File, error) {
+	if _, err := s.Thread(ctx, tenant, id); err != nil {
+		return jobs.File{}, err
+	}
+	name, err := sandbox.CleanPath(path)
+	if err != nil {
+		return jobs.File{}, Invalid("path", "%v", err)
+	}
+	op, err := s.runOp(ctx, &jobs.Execution{Kind: jobs.KindGetFile, Tenant: tenant, ThreadID: id, Path: name})
+	if err != nil {
+		return jobs.File{}, err
+	}
+	switch {
+	case op.Status == jobs.Failed && jobs.ErrFileNotFound.Is(op.Error):
+		return jobs.File{}, NotFound("file " + name)
+	case op.Status != jobs.Succeeded || len(op.Files) == 0:
+		return jobs.File{}, Unavailable("reading %s: %s", name, opProblem(op))
+	}
+	return op.Files[0], nil
+}
+
+// FileURL presigns a download of an artifact.
+func (s *Service) FileURL(ctx context.Context, f jobs.File, filename string) (string, error) {
+	url, _, err := s.cfg.Store.PresignGet(ctx, f.Key, filename)
+	return url, err
+}
+
+// OpenFile streams an artifact.
+func (s *Service) OpenFile(ctx context.Context, f jobs.File) (io.ReadCloser, storage.Object, error) {
+	return s.cfg.Store.Open(ctx, f.Key)
+}
+
+// runOp queues a thread operation and waits for it to end.
+func (s *Service) runOp(ctx context.Context, op *jobs.Execution) (*jobs.Execution, error) {
+	op.ID, op.Status, op.CreatedAt = jobs.NewOpID(), jobs.Queued, s.cfg.Now().UTC()
+	done, stop := s.cfg.Waiter.Watch(op.ID)
+	defer stop()
+	if _, err := s.cfg.Records.Create(ctx, op, "", ""); err != nil {
+		return nil, err
+	}
+	return s.awaitEnd(ctx, op.Tenant, op.ID, done, OpWait)
+}
+
+func opProblem(op *jobs.Execution) string {
+	if op.Error != nil {
+		return op.Error.Value
+	}
+	return "still " + string(op.Status) + " after " + OpWait.String() + "; try again"
+}

@@ -1,0 +1,188 @@
+package service
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+const (
+	maxCodeBytes     = 1 << 20
+	maxMetadataBytes = 16 << 10
+	maxEnvVars       = 128
+	maxEnvBytes      = 64 << 10
+	maxFiles         = 1000
+)
+
+var (
+	threadRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+	envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// SubmitRequest is what a client asks to run: the body of POST /v1/executions.
+type SubmitRequest struct {
+	ThreadID   *string           `json:"thread_id"`
+	Language   sandbox.Language  `json:"language"`
+	Code       *string           `json:"code"`
+	Files      []InputFile       `json:"files"`
+	TimeoutMS  *int64            `json:"timeout_ms"`
+	Env        map[string]string `json:"env"`
+	WebhookURL string            `json:"webhook_url"`
+	Metadata   json.RawMessage   `json:"metadata"`
+}
+
+// InputFile is a file to put in the workspace: inline or an earlier upload.
+type InputFile struct {
+	Name          string  `json:"name"`
+	ContentBase64 *string `json:"content_base64"`
+	Object        string  `json:"object"`
+}
+
+// validFile is an input file that passed validation: inline data or an upload.
+type validFile struct {
+	name   string // clean, workspace-relative
+	data   []byte // inline content, or nil
+	object string // "uploads/...", or ""
+}
+
+// validate checks a decoded request and returns its files, decoded. Every problem is
+// reported with the JSON path of the field at fault.
+func (r *SubmitRequest) validate(lim Limits) ([]validFile, error) {
+	if r.ThreadID != nil {
+		if err := ValidThread("thread_id", *r.ThreadID); err != nil {
+			return nil, err
+		}
+	}
+	if r.Language == "" {
+		r.Language = sandbox.DefaultLanguage
+	}
+	if !r.Language.Supported() {
+		return nil, Invalid("language", "must be one of %s, not %q", languageList(), r.Language)
+	}
+	switch {
+	case r.Code == nil || strings.TrimSpace(*r.Code) == "":
+		return nil, Invalid("code", "is required")
+	case len(*r.Code) > maxCodeBytes:
+		return nil, TooLarge("code", "is %d bytes; the limit is %d (1 MiB)", len(*r.Code), maxCodeBytes)
+	case !utf8.ValidString(*r.Code):
+		return nil, Invalid("code", "must be valid UTF-8")
+	}
+	if r.TimeoutMS == nil {
+		r.TimeoutMS = &lim.DefaultTimeoutMS
+	} else if *r.TimeoutMS < 1 || *r.TimeoutMS > lim.MaxTimeoutMS {
+		return nil, Invalid("timeout_ms", "must be between 1 and %d", lim.MaxTimeoutMS)
+	}
+	if err := validateEnv(r.Env); err != nil {
+		return nil, err
+	}
+	if err := validateWebhookURL(r.WebhookURL); err != nil {
+		return nil, err
+	}
+	if len(r.Metadata) > maxMetadataBytes {
+		return nil, TooLarge("metadata", "is %d bytes; the limit is %d (16 KiB)", len(r.Metadata), maxMetadataBytes)
+	}
+	if len(r.Metadata) == 0 || bytes.Equal(r.Metadata, []byte("null")) {
+		r.Metadata = json.RawMessage("{}")
+	}
+	return validateFiles(r.Files, lim)
+}
+
+func validateWebhookURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case len(raw) > 2048:
+		return Invalid("webhook_url", "is longer than 2048 characters")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return Invalid("webhook_url", "must be an absolute http or https URL")
+	}
+	return nil
+}
+
+// ValidThread checks a thread id given in field.
+func ValidThread(field, id string) error {
+	if !threadRE.MatchString(id) || id == "." || id == ".." {
+		return Invalid(field, "must match %s (and not be . or ..)", threadRE)
+	}
+	return nil
+}
+
+func validateEnv(env map[string]string) error {
+	if len(env) > maxEnvVars {
+		return Invalid("env", "has %d variables; the limit is %d", len(env), maxEnvVars)
+	}
+	size := 0
+	for k, v := range env {
+		field := "env." + k
+		if !envKeyRE.MatchString(k) {
+			return Invalid(field, "variable names must match %s", envKeyRE)
+		}
+		if strings.ContainsRune(v, 0) || !utf8.ValidString(v) {
+			return Invalid(field, "must be UTF-8 without NUL bytes")
+		}
+		size += len(k) + len(v)
+	}
+	if size > maxEnvBytes {
+		return TooLarge("env", "is %d bytes; the limit is %d", size, maxEnvBytes)
+	}
+	return nil
+}
+
+func validateFiles(files []InputFile, lim Limits) ([]validFile, error) {
+	if len(files) > maxFiles {
+		return nil, Invalid("files", "has %d files; the limit is %d", len(files), maxFiles)
+	}
+	var out []validFile
+	seen := map[string]int{}
+	var total int64
+	for i, f := range files {
+		field := fmt.Sprintf("files[%d]", i)
+		name, err := sandbox.CleanPath(f.Name)
+		if err != nil {
+			return nil, Invalid(field+".name", "%s", strings.TrimPrefix(err.Error(), sandbox.ErrBadPath.Error()+": "))
+		}
+		if j, dup := seen[name]; dup {
+			return nil, Invalid(field+".name", "%q is also files[%d]", name, j)
+		}
+		seen[name] = i
+		switch {
+		case f.ContentBase64 != nil && f.Object != "":
+			return nil, Invalid(field, "give content_base64 or object, not both")
+		case f.ContentBase64 != nil:
+			data, err := base64.StdEncoding.DecodeString(*f.ContentBase64)
+			if err != nil {
+				return nil, Invalid(field+".content_base64", "is not valid base64: %v", err)
+			}
+			total += int64(len(data))
+			out = append(out, validFile{name: name, data: data})
+		case f.Object != "":
+			if !strings.HasPrefix(f.Object, "uploads/") || strings.Contains(f.Object, "..") {
+				return nil, Invalid(field+".object", "must be an object returned by POST /v1/files (uploads/...)")
+			}
+			out = append(out, validFile{name: name, object: f.Object})
+		default:
+			return nil, Invalid(field, "give content_base64 or object")
+		}
+	}
+	if total > lim.WorkspaceBytes {
+		return nil, TooLarge("files", "inline files total %d bytes; the workspace holds %d", total, lim.WorkspaceBytes)
+	}
+	return out, nil
+}
+
+func languageList() string {
+	names := make([]string, len(sandbox.Languages))
+	for i, l := range sandbox.Languages {
+		names[i] = string(l)
+	}
+	return strings.Join(names, ", ")
+}

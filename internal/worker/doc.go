@@ -1,0 +1,15 @@
+// Package worker is the worker engine: it runs one-off executions as asynq tasks in
+// fresh sandboxes, and serves the threads it owns — taking their items in order from
+// jobs/threadq, keeping each thread's sandbox warm, pausing, snapshotting and reaping
+// it when asked, adopting a dead worker's sandbox — and stores what code produced.
+//
+// Files are cut by concern: runner.go (configuration), loops.go (start, stop,
+// heartbeat, wake-ups and offers), serve.go (a thread's serve loop), oneoff.go,
+// execute.go (one run, its record and events), collect.go (outputs to storage),
+// threadops.go (file and delete operations), lifecycle.go (pause, reap, snapshot),
+// sandboxes.go (getting a thread its sandbox), capacity.go (sandbox caps), pool.go
+// (the warm pool), cancel.go.
+//
+// It talks to sandboxes only through the sandbox interfaces (a runtime is injected),
+// to Redis only through jobs/records and jobs/threadq, and knows nothing of HTTP.
+package worker

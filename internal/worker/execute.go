@@ -1,0 +1,129 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// start marks ex running, if it is still queued (not canceled meanwhile).
+func (r *Runner) start(ctx context.Context, ex *jobs.Execution) (bool, error) {
+	now := r.cfg.Now()
+	ex.Status, ex.StartedAt, ex.Worker, ex.Attempt = jobs.Running, &now, r.cfg.Worker, ex.Attempt+1
+	ok, found, err := r.cfg.Records.Transition(ctx, ex, jobs.Queued)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		r.cfg.Logger.Info("execution no longer queued; not running it", "execution", ex.ID, "status", found)
+	}
+	return ok, nil
+}
+
+// execute runs the code and records the outcome; once the code may have started,
+// every failure is recorded on the execution. before, if not nil, sees the outcome
+// just before it is recorded (and a waiting client told). The error it returns says
+// only that the sandbox itself broke, so the caller should not use it again.
+func (r *Runner) execute(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execution, before func(context.Context, sandbox.Outcome)) (sandbox.Outcome, error) {
+	ctx, done := r.track(ctx, ex.ID)
+	defer done()
+	stdout, stderr := newSpool(int64(r.limits().Output), r.cfg.MaxLog), newSpool(int64(r.limits().Output), r.cfg.MaxLog)
+	defer stdout.close()
+	defer stderr.close()
+	out, err := sb.Run(ctx, sandbox.Request{
+		ID: ex.ID, Language: ex.Language, Code: ex.Code, Env: ex.Env,
+		Timeout: time.Duration(ex.TimeoutMS) * time.Millisecond,
+	}, func(ev sandbox.Event) {
+		switch ev.Kind {
+		case sandbox.Stdout:
+			stdout.write(ev.Text)
+			r.publish(ctx, ex, jobs.EventStdout, map[string]string{"text": ev.Text})
+		case sandbox.Stderr:
+			stderr.write(ev.Text)
+			r.publish(ctx, ex, jobs.EventStderr, map[string]string{"text": ev.Text})
+		case sandbox.Result:
+			r.publish(ctx, ex, jobs.EventResult, ev.Rich)
+		}
+	})
+	// A canceled run was canceled by its user, unless the worker is stopping (or the
+	// task ran past its deadline).
+	workerStopped := ctx.Err() != nil && !errors.Is(context.Cause(ctx), errUserCanceled)
+	// Record the outcome even if the worker is being stopped.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if err != nil {
+		_ = r.finish(ctx, ex, jobs.Failed, sandboxError(err))
+		return out, err
+	}
+	ex.Stdout, ex.Stderr = out.Stdout, out.Stderr
+	ex.StdoutTruncated, ex.StderrTruncated = out.StdoutTruncated, out.StderrTruncated
+	ex.Results, ex.ExitCode = out.Results, &out.ExitCode
+	ex.Sandbox.KernelRestarted = ex.Sandbox.KernelRestarted || out.KernelRestarted
+	status, failure := jobs.Status(out.Status), out.Error
+	if workerStopped && out.Status == sandbox.Canceled {
+		status, failure = jobs.Failed, jobs.ErrWorkerStopped.With("the worker stopped while the code ran; the code was interrupted and will not be run again")
+	}
+	if err := r.collect(ctx, sb, ex, out.Outputs, stdout, stderr); err != nil {
+		status, failure = jobs.Failed, sandboxError(err)
+	}
+	for _, f := range ex.Files {
+		r.publish(ctx, ex, jobs.EventFile, map[string]any{"name": f.Name, "size": f.Size, "content_type": f.ContentType, "sha256": f.SHA256})
+	}
+	if before != nil {
+		before(ctx, out)
+	}
+	_ = r.finish(ctx, ex, status, failure)
+	return out, nil
+}
+
+func (r *Runner) putInputs(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execution) error {
+	var files []sandbox.File
+	for _, in := range ex.Inputs {
+		rc, obj, err := r.cfg.Artifacts.Open(ctx, in.Key)
+		if err != nil {
+			return fmt.Errorf("open input %s: %w", in.Name, err)
+		}
+		defer rc.Close()
+		files = append(files, sandbox.File{Name: in.Name, Size: obj.Size, Body: rc})
+	}
+	if err := sb.PutFiles(ctx, files); err != nil {
+		return fmt.Errorf("put inputs: %w", err)
+	}
+	return nil
+}
+
+// publish streams an event of a running execution. Streaming is best effort: the
+// record, not the stream, is the source of truth.
+func (r *Runner) publish(ctx context.Context, ex *jobs.Execution, typ jobs.EventType, data any) {
+	if err := r.cfg.Records.Publish(context.WithoutCancel(ctx), ex.ID, typ, data); err != nil {
+		r.cfg.Logger.Warn("stream event", "execution", ex.ID, "err", err)
+	}
+}
+
+// finish records the end of ex. A record that already ended is left alone.
+func (r *Runner) finish(ctx context.Context, ex *jobs.Execution, status jobs.Status, failure *sandbox.Error) error {
+	now := r.cfg.Now()
+	ex.Status, ex.Error, ex.FinishedAt = status, failure, &now
+	if ex.StartedAt != nil {
+		d := now.Sub(*ex.StartedAt).Milliseconds()
+		ex.DurationMS = &d
+	}
+	ok, found, err := r.cfg.Records.Transition(ctx, ex, jobs.Queued, jobs.Running)
+	if err != nil {
+		r.cfg.Logger.Error("record execution outcome", "execution", ex.ID, "err", err)
+		return err
+	}
+	if !ok {
+		r.cfg.Logger.Info("execution already ended", "execution", ex.ID, "status", found)
+	}
+	return nil
+}
+
+// sandboxError is how a failure of the service itself shows on an execution.
+func sandboxError(err error) *sandbox.Error {
+	return jobs.ErrSandboxError.With(err.Error())
+}

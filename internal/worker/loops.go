@@ -1,0 +1,206 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/threadq"
+)
+
+// errWorkerStopping is the cause of contexts canceled because the worker shuts down.
+var errWorkerStopping = errors.New("worker shutting down")
+
+// Start announces the worker and starts its background loops: the heartbeat (which
+// also buries dead workers and hands their threads on), the wake-up wait for owned
+// threads, the offer wait, the warm pool and the cancel listener. Call Shutdown to stop.
+func (r *Runner) Start(ctx context.Context) error {
+	r.beat(ctx)
+	cancels, err := r.cfg.Records.SubscribeCancels(ctx)
+	if err != nil {
+		return err
+	}
+	r.runCtx, r.stopRun = context.WithCancelCause(context.WithoutCancel(ctx))
+	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r.stopBG = stop
+	r.bg.Go(func() { cancels.Each(r.cancelLocal) })
+	r.bg.Go(func() {
+		<-bgCtx.Done()
+		cancels.Close()
+	})
+	r.bg.Go(func() { r.heartbeatLoop(bgCtx) })
+	r.bg.Go(func() { r.wakeLoop(bgCtx) })
+	r.bg.Go(func() { r.offerLoop(bgCtx) })
+	if r.pool.size > 0 {
+		r.bg.Go(func() { r.fillLoop(bgCtx) })
+	}
+	return nil
+}
+
+// Shutdown lets running thread executions finish until ctx ends, then interrupts
+// them (they end failed with WorkerStopped), lets go of every owned thread (their
+// sandboxes stay, for another worker to adopt) and leaves the registry.
+func (r *Runner) Shutdown(ctx context.Context) {
+	close(r.stopped)
+	done := make(chan struct{})
+	go func() { r.runners.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		r.stopRun(errWorkerStopping)
+		<-done
+	}
+	cleanup := context.WithoutCancel(ctx)
+	r.mu.Lock()
+	owned := r.owned
+	r.owned = map[jobs.ThreadKey]*thread{}
+	r.mu.Unlock()
+	for tk, th := range owned {
+		if th.sb != nil {
+			th.sb.Release()
+		}
+		r.letGo(cleanup, tk)
+	}
+	if r.stopBG != nil {
+		r.stopBG()
+	}
+	r.bg.Wait()
+	_ = r.queue.Leave(cleanup, r.cfg.Worker)
+}
+
+func (r *Runner) shuttingDown() bool {
+	select {
+	case <-r.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// letGo releases a thread; if it still has work, it is offered to other workers.
+func (r *Runner) letGo(ctx context.Context, tk jobs.ThreadKey) {
+	if _, err := r.queue.Release(ctx, tk, r.cfg.Worker); err != nil {
+		r.cfg.Logger.Error("release thread", "thread", tk, "err", err)
+	}
+}
+
+func (r *Runner) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Beat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.beat(ctx)
+			r.sweep(ctx)
+		}
+	}
+}
+
+func (r *Runner) beat(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.Beat)
+	defer cancel()
+	ready := r.cfg.Runtime.Ping(pctx) == nil
+	if err := r.queue.Beat(ctx, r.cfg.Worker, ready); err != nil {
+		r.cfg.Logger.Warn("heartbeat", "err", err)
+	}
+}
+
+// sweep buries workers whose heartbeat stopped and hands their threads on, and offers
+// again threads that waited too long for an owner.
+func (r *Runner) sweep(ctx context.Context) {
+	again, err := r.queue.Reoffer(ctx, r.cfg.Now().Add(-2*r.queue.HeartbeatTTL()))
+	if err != nil {
+		r.cfg.Logger.Warn("sweep", "err", err)
+	}
+	if len(again) > 0 {
+		r.cfg.Logger.Info("threads waited too long for an owner; offered again", "threads", again)
+	}
+	dead, err := r.queue.Dead(ctx)
+	if err != nil {
+		r.cfg.Logger.Warn("sweep", "err", err)
+		return
+	}
+	for _, w := range dead {
+		orphans, err := r.queue.Bury(ctx, w)
+		if err != nil {
+			r.cfg.Logger.Warn("bury worker", "worker", w, "err", err)
+			continue
+		}
+		r.cfg.Logger.Info("worker stopped beating; its threads go to others", "dead", w, "threads_with_work", len(orphans))
+	}
+}
+
+// wakeLoop serves the owned threads that the API woke. The wait blocks in Redis, so
+// an idle worker costs one command per Linger.
+func (r *Runner) wakeLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		tk, err := r.queue.Wait(ctx, r.cfg.Worker, r.cfg.Linger)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.cfg.Logger.Warn("wait for thread work", "err", err)
+				r.pause(ctx, time.Second)
+			}
+			continue
+		}
+		if tk != "" {
+			r.serve(tk, "")
+		}
+	}
+}
+
+// offerLoop takes threads offered to all workers while this one has a free slot,
+// claims them and serves them.
+func (r *Runner) offerLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		if !r.waitForSlot(ctx) {
+			return
+		}
+		tk, err := r.queue.TakeOffer(ctx, r.cfg.Linger)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.cfg.Logger.Warn("wait for offered threads", "err", err)
+				r.pause(ctx, time.Second)
+			}
+			continue
+		}
+		if tk == "" {
+			continue
+		}
+		// A worker that dies between taking and claiming loses the offer; the
+		// sweep offers the thread again.
+		inflight, err := r.queue.Claim(ctx, tk, r.cfg.Worker)
+		switch {
+		case errors.Is(err, threadq.ErrOwned):
+			_ = r.queue.Wake(ctx, inflight, tk) // a live owner serves it: nudge it
+		case err != nil:
+			r.cfg.Logger.Warn("claim thread", "thread", tk, "err", err)
+		default:
+			r.serve(tk, inflight)
+		}
+	}
+}
+
+// waitForSlot blocks until fewer than Concurrency thread executions run here.
+func (r *Runner) waitForSlot(ctx context.Context) bool {
+	for len(r.sem) == cap(r.sem) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-r.freed:
+		}
+	}
+	return true
+}
+
+// pause waits d, or less if ctx ends; it reports whether the wait completed.
+func (r *Runner) pause(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}

@@ -1,0 +1,91 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/threadq"
+	"github.com/codeinterp/codeinterp/sandbox"
+	"github.com/codeinterp/codeinterp/storage"
+)
+
+// Artifacts is what runs need of storage; *storage.Store provides it.
+type Artifacts interface {
+	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (storage.Object, error)
+	Open(ctx context.Context, key string) (io.ReadCloser, storage.Object, error)
+	DeletePrefix(ctx context.Context, prefix string) (int, error)
+}
+
+// Config configures a [Runner].
+type Config struct {
+	Records   *records.Store
+	Threads   *threadq.Queue
+	Artifacts Artifacts
+	Runtime   sandbox.Runtime
+	Limits    sandbox.Limits
+	// WarmPool is how many blank sandboxes (kernel up, libraries imported) the worker
+	// keeps ready for new threads; 0 disables the pool.
+	WarmPool int
+	// MaxSandboxes caps the sandboxes on this worker's host: past it, the least
+	// recently used idle sandbox this worker holds is snapshotted and removed to make
+	// room. MaxPerTenant does the same per tenant, across the fleet. 0: no cap.
+	MaxSandboxes int
+	MaxPerTenant int
+	Worker       string // this worker's id: unique per process, recorded on executions and sandboxes
+	Concurrency  int    // thread executions run at once; default 4
+	MaxLog       int64  // bytes of a full stdout/stderr kept as an artifact; default 64 MiB
+	// Beat is the heartbeat interval; default a third of the queue's heartbeat TTL.
+	Beat time.Duration
+	// Linger is how long a blocking wait (for wake-ups and offers) lasts before it is
+	// renewed; default 30 s.
+	Linger time.Duration
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Runner runs executions on a worker: one-off ones as asynq tasks ([jobs.TypeRun]),
+// and the threads this worker owns, each in its warm sandbox. A worker with a free
+// slot takes threads offered to all, and the API wakes a thread's owner directly;
+// both waits block in Redis, so neither polls.
+type Runner struct {
+	cfg   Config
+	queue *threadq.Queue
+
+	mu      sync.Mutex
+	owned   map[jobs.ThreadKey]*thread // threads this worker serves
+	pool    *pool                      // blank sandboxes for new threads
+	running map[string]*runningRun     // executions running here, by id, for cancel
+	sem     chan struct{}              // bounds concurrent thread executions
+	freed   chan struct{}              // signaled when a slot of sem frees
+	runCtx  context.Context            // parent of thread runners; canceled at shutdown
+	stopRun context.CancelCauseFunc    //
+	bg      sync.WaitGroup             // background loops
+	runners sync.WaitGroup             // thread runners
+	stopBG  context.CancelFunc         //
+	stopped chan struct{}              // closed by Shutdown
+}
+
+// NewRunner returns a Runner. It does no I/O and starts nothing; see Start.
+func NewRunner(cfg Config) *Runner {
+	cfg.MaxLog = cmp.Or(cfg.MaxLog, 64<<20)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, 4)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.Linger = cmp.Or(cfg.Linger, 30*time.Second)
+	cfg.Beat = cmp.Or(cfg.Beat, cfg.Threads.HeartbeatTTL()/3)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Runner{
+		cfg: cfg, queue: cfg.Threads,
+		owned: map[jobs.ThreadKey]*thread{}, running: map[string]*runningRun{}, pool: newPool(cfg.WarmPool),
+		sem: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
+	}
+}
+
+func (r *Runner) limits() sandbox.Limits { return r.cfg.Limits.WithDefaults() }

@@ -1,0 +1,51 @@
+package records
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/codeinterp/codeinterp/jobs"
+)
+
+// Every Redis key of the store, under the configured prefix P:
+//
+//	P ex:<id>                       hash: status, json — one record
+//	P idem:<tenant>:<sha256 of key> hash: id, hash — an Idempotency-Key
+//	P ten:<tenant>:ex               zset (score 0, by id): the tenant's records
+//	P t:<tenant>/<thread>:ex        zset (score 0, by id): the thread's records
+//	P t:<tenant>/<thread>:meta      hash: the thread's state (sandbox, files, activity)
+//	P ten:<tenant>:threads          zset: the tenant's threads by last activity
+//	P active                        zset: every thread by last activity (the janitor's)
+//	P live:<tenant>                 zset: the tenant's threads with a sandbox, by last use
+//	P ev:<id>                       stream: an execution's events
+//	P done                          channel: ids of records that ended
+//	P cancel                        channel: ids of running executions to interrupt
+//	P lock:<name>                   a janitor's once-per-period lock
+//
+// The per-thread keys share "P t:<thread key>:" with jobs/threadq's, which owns the
+// q, own and inflight ones.
+
+func (s *Store) recordKey(id string) string           { return s.prefix + "ex:" + id }
+func (s *Store) tenantIndex(tenant string) string     { return s.prefix + "ten:" + tenant + ":ex" }
+func (s *Store) threadIndex(tk jobs.ThreadKey) string { return s.prefix + "t:" + string(tk) + ":ex" }
+func (s *Store) threadMeta(tk jobs.ThreadKey) string  { return s.prefix + "t:" + string(tk) + ":meta" }
+func (s *Store) tenantThreadsKey(tenant string) string {
+	return s.prefix + "ten:" + tenant + ":threads"
+}
+func (s *Store) activeKey() string            { return s.prefix + "active" }
+func (s *Store) liveKey(tenant string) string { return s.prefix + "live:" + tenant }
+func (s *Store) eventsKey(id string) string   { return s.prefix + "ev:" + id }
+func (s *Store) doneChannel() string          { return s.prefix + "done" }
+func (s *Store) cancelChannel() string        { return s.prefix + "cancel" }
+func (s *Store) lockKey(name string) string   { return s.prefix + "lock:" + name }
+func (s *Store) noIdemKey() string            { return s.prefix + "idem:none" }
+func (s *Store) idemKey(tenant, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return s.prefix + "idem:" + tenant + ":" + hex.EncodeToString(sum[:])
+}
+
+// Patterns the expiry sweep scans: listing indexes by id, and sets by score.
+func (s *Store) indexPatterns() []string { return []string{s.prefix + "ten:*:ex", s.prefix + "t:*:ex"} }
+func (s *Store) scoredPatterns() []string {
+	return []string{s.prefix + "live:*", s.prefix + "ten:*:threads"}
+}

@@ -1,0 +1,194 @@
+package records
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/threadq"
+)
+
+// ErrNotFound means no execution has the id (for this tenant).
+var ErrNotFound = errors.New("execution not found")
+
+// ErrIdempotencyMismatch means an Idempotency-Key was reused with a different request.
+var ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+
+// Config configures [New].
+type Config struct {
+	Prefix string        // namespaces every key; default "ci:"
+	TTL    time.Duration // how long records are kept; default 7 days
+	// Threads is the per-thread queue a thread's new record joins; required.
+	Threads *threadq.Queue
+	// OnEnd, if set, is called after a record reaches a terminal status (once: only
+	// the transition that ends it calls it). It queues the webhook delivery.
+	OnEnd func(ctx context.Context, ex *jobs.Execution)
+	Now   func() time.Time
+}
+
+// Store keeps execution records in Redis.
+type Store struct {
+	rdb        redis.UniversalClient
+	prefix     string
+	ttl        time.Duration // how long records live; artifacts live as long
+	idempotent time.Duration // how long an Idempotency-Key is remembered
+	threads    *threadq.Queue
+	onEnd      func(context.Context, *jobs.Execution)
+	now        func() time.Time
+}
+
+// New returns the record store over rdb. It does no I/O.
+func New(rdb redis.UniversalClient, cfg Config) *Store {
+	ttl := cmp.Or(cfg.TTL, 7*24*time.Hour)
+	s := &Store{
+		rdb: rdb, prefix: cmp.Or(cfg.Prefix, "ci:"), ttl: ttl,
+		idempotent: max(24*time.Hour, min(ttl, 7*24*time.Hour)),
+		threads:    cfg.Threads, onEnd: cfg.OnEnd, now: cfg.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// TTL returns how long records are kept.
+func (s *Store) TTL() time.Duration { return s.ttl }
+
+//go:embed lua/create.lua
+var createSrc string
+
+var createScript = redis.NewScript(createSrc)
+
+// Created is the outcome of [Store.Create].
+type Created struct {
+	ID      string
+	Created bool // false: the idempotency key named an earlier record, ID
+	// Owner is, for a thread, the live worker serving it, which has been woken; when
+	// "" the thread was offered to every worker.
+	Owner string
+}
+
+// Create stores a new queued record and, for a thread, appends it to the thread's
+// queue in the same atomic step. With an idempotency key, a second Create with the
+// same tenant and key returns the first record's id and Created=false instead; with a
+// different requestHash it returns ErrIdempotencyMismatch.
+func (s *Store) Create(ctx context.Context, ex *jobs.Execution, idemKey, requestHash string) (Created, error) {
+	data, err := json.Marshal(ex)
+	if err != nil {
+		return Created{}, err
+	}
+	ik := s.noIdemKey()
+	if idemKey != "" {
+		ik = s.idemKey(ex.Tenant, idemKey)
+	}
+	tk := jobs.NewThreadKey(ex.Tenant, ex.ThreadID)
+	push := s.threads.PushTarget(tk)
+	keys := []string{ik, s.recordKey(ex.ID), s.tenantIndex(ex.Tenant), push.Queue, push.Owner, s.threadIndex(tk), push.Workers, push.Unowned, push.Offers}
+	res, err := createScript.Run(ctx, s.rdb, keys,
+		idemKey != "", ex.ID, requestHash, string(ex.Status), data,
+		int(s.ttl.Seconds()), int(s.idempotent.Seconds()),
+		ex.CreatedAt.UnixMilli(), ex.ThreadID != "", string(tk), push.WakePrefix,
+		push.NowMS, push.BeatTTLMS).StringSlice()
+	if err != nil {
+		return Created{}, fmt.Errorf("create execution record: %w", err)
+	}
+	c := Created{ID: res[1], Created: res[0] == "created", Owner: res[3]}
+	if !c.Created && res[2] != requestHash {
+		return c, ErrIdempotencyMismatch
+	}
+	return c, nil
+}
+
+// Lookup returns the id stored for an idempotency key, or "" if none.
+func (s *Store) Lookup(ctx context.Context, tenant, idemKey string) (id, requestHash string, err error) {
+	v, err := s.rdb.HMGet(ctx, s.idemKey(tenant, idemKey), "id", "hash").Result()
+	if err != nil {
+		return "", "", fmt.Errorf("look up idempotency key: %w", err)
+	}
+	id, _ = v[0].(string)
+	requestHash, _ = v[1].(string)
+	return id, requestHash, nil
+}
+
+// Get returns the record with id. A tenant other than the owner's gets ErrNotFound,
+// so ids cannot be probed across tenants; an empty tenant means any (workers).
+func (s *Store) Get(ctx context.Context, tenant, id string) (*jobs.Execution, error) {
+	data, err := s.rdb.HGet(ctx, s.recordKey(id), "json").Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get execution %s: %w", id, err)
+	}
+	var ex jobs.Execution
+	if err := json.Unmarshal(data, &ex); err != nil {
+		return nil, fmt.Errorf("decode execution %s: %w", id, err)
+	}
+	if tenant != "" && ex.Tenant != tenant {
+		return nil, ErrNotFound
+	}
+	return &ex, nil
+}
+
+//go:embed lua/transition.lua
+var transitionSrc string
+
+var transitionScript = redis.NewScript(transitionSrc)
+
+// Transition saves ex if the stored status is one of from, and reports the stored
+// status it found. When ex.Status is terminal, it also announces the end on the
+// done channel, in the same atomic step.
+func (s *Store) Transition(ctx context.Context, ex *jobs.Execution, from ...jobs.Status) (ok bool, found jobs.Status, err error) {
+	data, err := json.Marshal(ex)
+	if err != nil {
+		return false, "", err
+	}
+	args := []any{string(ex.Status), data, ex.Status.Terminal(), ex.ID, int(eventTTL.Seconds())}
+	for _, st := range from {
+		args = append(args, string(st))
+	}
+	res, err := transitionScript.Run(ctx, s.rdb, []string{s.recordKey(ex.ID), s.doneChannel(), s.eventsKey(ex.ID)}, args...).StringSlice()
+	if err != nil {
+		return false, "", fmt.Errorf("update execution %s: %w", ex.ID, err)
+	}
+	ok = res[0] == "ok"
+	if ok && ex.Status.Terminal() && s.onEnd != nil {
+		s.onEnd(context.WithoutCancel(ctx), ex)
+	}
+	return ok, jobs.Status(res[1]), nil
+}
+
+// Delete removes a record that was never queued, and its idempotency key.
+func (s *Store) Delete(ctx context.Context, ex *jobs.Execution, idemKey string) error {
+	keys := []string{s.recordKey(ex.ID)}
+	if idemKey != "" {
+		keys = append(keys, s.idemKey(ex.Tenant, idemKey))
+	}
+	if err := s.rdb.Del(ctx, keys...).Err(); err != nil {
+		return fmt.Errorf("delete execution %s: %w", ex.ID, err)
+	}
+	return nil
+}
+
+// ForgetIdempotencyKey drops a tenant's idempotency key, so a retry starts afresh.
+func (s *Store) ForgetIdempotencyKey(ctx context.Context, tenant, idemKey string) error {
+	if idemKey == "" {
+		return nil
+	}
+	return s.rdb.Del(ctx, s.idemKey(tenant, idemKey)).Err()
+}
+
+// EnqueueLifecycle queues a pause or reap on thread tk, in order with its other items.
+func (s *Store) EnqueueLifecycle(ctx context.Context, tk jobs.ThreadKey, kind jobs.Kind) error {
+	tenant, thread := tk.Split()
+	op := &jobs.Execution{ID: jobs.NewOpID(), Kind: kind, Tenant: tenant, ThreadID: thread, Status: jobs.Queued, CreatedAt: s.now().UTC()}
+	_, err := s.Create(ctx, op, "", "")
+	return err
+}

@@ -1,0 +1,150 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/records"
+)
+
+// MaxRetry retries with delays from 10 s doubling to 10 min: about 1 h 40 min.
+const MaxRetry = 15
+
+// RetryDelay is the delay before retry n of a delivery: from 10 s doubling to 10 min,
+// so delivery is tried for over an hour.
+func RetryDelay(n int) time.Duration { return min(10*time.Second<<min(n, 10), 10*time.Minute) }
+
+// Enqueue queues the delivery of ex's webhook, once per execution.
+func Enqueue(ctx context.Context, cli *asynq.Client, ex *jobs.Execution) error {
+	_, err := cli.EnqueueContext(ctx, asynq.NewTask(jobs.TypeWebhook, jobs.Payload{ID: ex.ID}.Encode()),
+		asynq.TaskID("webhook:"+ex.ID), asynq.Queue(jobs.QueueTasks), asynq.MaxRetry(MaxRetry),
+		asynq.Timeout(time.Minute))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("enqueue webhook of %s: %w", ex.ID, err)
+	}
+	return nil
+}
+
+// OnEnd is the records.Config.OnEnd that queues webhook deliveries.
+func OnEnd(cli *asynq.Client, log *slog.Logger) func(context.Context, *jobs.Execution) {
+	return func(ctx context.Context, ex *jobs.Execution) {
+		if ex.WebhookURL == "" {
+			return
+		}
+		if err := Enqueue(ctx, cli, ex); err != nil {
+			log.Error("queue webhook", "execution", ex.ID, "err", err)
+		}
+	}
+}
+
+// Sign returns the Codeinterp-Signature header of body sent at t with secret:
+// t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>.
+func Sign(secret string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts + "."))
+	mac.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Records is what delivery needs of the record store; *records.Store provides it.
+type Records interface {
+	Get(ctx context.Context, tenant, id string) (*jobs.Execution, error)
+	SetWebhook(ctx context.Context, id string, st jobs.WebhookState) error
+}
+
+// Deliverer delivers webhooks: the asynq handler of [jobs.TypeWebhook].
+type Deliverer struct {
+	Records   Records
+	Presigner jobs.Presigner
+	Secrets   map[string]string // tenant → signing secret
+	Client    *http.Client      // from Guard.Client
+	Logger    *slog.Logger
+}
+
+// ProcessTask POSTs the execution object to its webhook URL. A non-2xx answer or a
+// network error is retried by asynq; the last failure marks the delivery failed.
+func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	p, err := jobs.DecodePayload(t)
+	if err != nil {
+		return err
+	}
+	ex, err := d.Records.Get(ctx, "", p.ID)
+	if errors.Is(err, records.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ex.WebhookURL == "" || (ex.Webhook != nil && ex.Webhook.State == jobs.DeliveryDelivered) {
+		return nil
+	}
+	status, derr := d.deliver(ctx, ex)
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	state := jobs.WebhookState{Attempts: retried + 1, LastStatus: status}
+	switch {
+	case derr == nil:
+		state.State = jobs.DeliveryDelivered
+	case errors.Is(derr, ErrForbiddenTarget) || retried >= maxRetry:
+		state.State, state.LastError = jobs.DeliveryFailed, derr.Error()
+	default:
+		state.State, state.LastError = jobs.DeliveryPending, derr.Error()
+	}
+	if err := d.Records.SetWebhook(ctx, ex.ID, state); err != nil {
+		d.Logger.Warn("record webhook delivery", "execution", ex.ID, "err", err)
+	}
+	if state.State == jobs.DeliveryPending {
+		return derr // asynq retries with backoff
+	}
+	return nil
+}
+
+func (d *Deliverer) deliver(ctx context.Context, ex *jobs.Execution) (int, error) {
+	secret, ok := d.Secrets[ex.Tenant]
+	if !ok {
+		return 0, fmt.Errorf("no webhook secret for tenant %s: %w", ex.Tenant, ErrForbiddenTarget)
+	}
+	ex.Webhook = nil // the body shows the execution, not its own delivery
+	v, err := jobs.Render(ctx, ex, d.Presigner)
+	if err != nil {
+		return 0, err
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ex.WebhookURL, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "codeinterp-webhook/1")
+	req.Header.Set("Codeinterp-Event", "execution.completed")
+	req.Header.Set("Codeinterp-Delivery", jobs.DeliveryID(ex.ID)) // the same on every retry: receivers dedupe
+	req.Header.Set("Codeinterp-Signature", Sign(secret, time.Now(), body))
+	resp, err := d.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, fmt.Errorf("webhook answered %d", resp.StatusCode)
+	}
+	return resp.StatusCode, nil
+}

@@ -1,0 +1,27 @@
+package docker
+
+import (
+	"cmp"
+	"time"
+)
+
+// Config configures a [Runtime].
+type Config struct {
+	Image string // sandbox image, built from deploy/sandbox
+	// Grace is how long an interrupted run may take to stop before its kernel is killed.
+	Grace time.Duration
+	// StartTimeout bounds creating a sandbox and waiting for its kernel to say ready.
+	StartTimeout time.Duration
+	// Prefix names containers and volumes and scopes the label filter, so several
+	// installations (or test runs) can share one Runtime engine.
+	Prefix string
+}
+
+func (c Config) withDefaults() Config {
+	return Config{
+		Image:        cmp.Or(c.Image, "codeinterp/sandbox:latest"),
+		Grace:        cmp.Or(c.Grace, 2*time.Second),
+		StartTimeout: cmp.Or(c.StartTimeout, 60*time.Second),
+		Prefix:       cmp.Or(c.Prefix, "codeinterp"),
+	}
+}

@@ -1,0 +1,149 @@
+package docker
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// Pause freezes every process of the sandbox (docker pause): it uses no CPU and
+// keeps its memory, kernel state and workspace. Runs and file operations unpause it
+// first, so callers need not.
+func (s *Sandbox) Pause(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused {
+		return nil
+	}
+	if err := s.d.cli.ContainerPause(ctx, s.id); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", s.name, err)
+	}
+	s.paused = true
+	return nil
+}
+
+// Resume unpauses the sandbox if it is paused, and reports whether it was.
+func (s *Sandbox) Resume(ctx context.Context) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resumeLocked(ctx)
+}
+
+func (s *Sandbox) resumeLocked(ctx context.Context) (bool, error) {
+	if !s.paused {
+		return false, nil
+	}
+	if err := s.d.cli.ContainerUnpause(ctx, s.id); err != nil {
+		return false, fmt.Errorf("resume sandbox %s: %w", s.name, err)
+	}
+	s.paused = false
+	return true, nil
+}
+
+// Snapshot streams the workspace as a tar archive whose paths are relative to
+// /workspace. The caller must close it.
+func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
+	rc, _, err := s.d.cli.CopyFromContainer(ctx, s.id, "/workspace/.")
+	if err != nil {
+		return nil, fmt.Errorf("snapshot workspace of %s: %w", s.name, err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		defer rc.Close()
+		pw.CloseWithError(rewriteTar(rc, pw, func(name string) string {
+			// Runtime names entries "./<path>" for "/workspace/."; keep "<path>".
+			return strings.TrimPrefix(strings.TrimPrefix(name, "."), "/")
+		}))
+	}()
+	return pr, nil
+}
+
+// Restore unpacks a Snapshot archive into the workspace. Only regular files,
+// directories and symbolic links are restored, owned by the code's user; paths that
+// would leave the workspace are refused.
+func (s *Sandbox) Restore(ctx context.Context, archive io.Reader) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(rewriteTar(archive, pw, func(name string) string { return name })) }()
+	err := s.d.cli.CopyToContainer(ctx, s.id, "/workspace", pr, container.CopyToContainerOptions{})
+	pr.CloseWithError(errors.New("restore ended"))
+	if err != nil {
+		return fmt.Errorf("restore workspace of %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// rewriteTar copies the safe entries of a workspace archive, renamed by rename and
+// owned by the code's user; entries whose new name is empty are dropped.
+func rewriteTar(r io.Reader, w io.Writer, rename func(string) string) error {
+	tr, tw := tar.NewReader(r), tar.NewWriter(w)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return tw.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("read workspace archive: %w", err)
+		}
+		name := strings.TrimSuffix(rename(hdr.Name), "/")
+		if name == "" || name == "." {
+			continue
+		}
+		if _, err := sandbox.CleanPath(name); err != nil {
+			return fmt.Errorf("workspace archive entry %q: %w", hdr.Name, err)
+		}
+		switch hdr.Typeflag {
+		case tar.TypeReg, tar.TypeDir, tar.TypeSymlink:
+		default:
+			continue
+		}
+		out := &tar.Header{
+			Typeflag: hdr.Typeflag, Name: name, Linkname: hdr.Linkname, Size: hdr.Size,
+			Mode: hdr.Mode & 0o777, ModTime: hdr.ModTime, Uid: 1000, Gid: 1000, Format: tar.FormatPAX,
+		}
+		if hdr.Typeflag == tar.TypeDir {
+			out.Name += "/"
+			out.Size = 0
+		}
+		if err := tw.WriteHeader(out); err != nil {
+			return err
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			if _, err := io.CopyN(tw, tr, hdr.Size); err != nil {
+				return fmt.Errorf("copy %s: %w", name, err)
+			}
+		}
+	}
+}
+
+// Usage is what a sandbox costs the host now.
+type Usage struct {
+	MemoryBytes int64 // resident memory of the sandbox's processes, page cache excluded
+}
+
+// Usage reads the sandbox's current resource use from the engine.
+func (s *Sandbox) Usage(ctx context.Context) (Usage, error) {
+	st, err := s.d.cli.ContainerStatsOneShot(ctx, s.id)
+	if err != nil {
+		return Usage{}, fmt.Errorf("stats of %s: %w", s.name, err)
+	}
+	defer st.Body.Close()
+	var v container.StatsResponse
+	if err := json.NewDecoder(st.Body).Decode(&v); err != nil {
+		return Usage{}, fmt.Errorf("decode stats of %s: %w", s.name, err)
+	}
+	mem := int64(v.MemoryStats.Usage)
+	if cache, ok := v.MemoryStats.Stats["total_inactive_file"]; ok { // cgroup v1
+		mem -= int64(cache)
+	} else if cache, ok := v.MemoryStats.Stats["inactive_file"]; ok { // cgroup v2
+		mem -= int64(cache)
+	}
+	return Usage{MemoryBytes: mem}, nil
+}

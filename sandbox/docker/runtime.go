@@ -1,0 +1,208 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
+
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// Labels every sandbox carries. Docker is the source of truth for which sandboxes
+// exist; these labels say whose they are.
+const (
+	LabelInstall = "codeinterp.install" // Config.Prefix of the installation that made it
+	LabelTenant  = "codeinterp.tenant"
+	LabelThread  = "codeinterp.thread"
+	LabelOwner   = "codeinterp.owner" // the worker that created it
+	// LabelPool marks a blank sandbox of a warm pool, not yet given to a thread.
+	LabelPool = "codeinterp.pool"
+)
+
+// threadName is the container name of a thread's sandbox: one per thread and engine,
+// derived from the exact tenant and thread so that finding it re-checks both.
+func threadName(prefix, tenant, thread string) string {
+	sum := sha256.Sum256([]byte(tenant + "\x00" + thread))
+	return prefix + "-t-" + hex.EncodeToString(sum[:16])
+}
+
+// Runtime creates sandboxes on one Docker engine: the [sandbox.Runtime] and
+// [sandbox.Host] of a Docker host.
+type Runtime struct {
+	cli *client.Client
+	cfg Config
+}
+
+var (
+	_ sandbox.Runtime = (*Runtime)(nil)
+	_ sandbox.Host    = (*Runtime)(nil)
+	_ sandbox.Sandbox = (*Sandbox)(nil)
+)
+
+// New returns a runtime using cli. It does no I/O.
+func New(cli *client.Client, cfg Config) *Runtime {
+	return &Runtime{cli: cli, cfg: cfg.withDefaults()}
+}
+
+// Sandbox is one running container with its kernel. Its methods are safe for
+// concurrent use; runs are serialised.
+type Sandbox struct {
+	d       *Runtime
+	id      string // container id
+	name    string
+	volume  string
+	spec    sandbox.Spec
+	limits  sandbox.Limits
+	started time.Time
+
+	mu     sync.Mutex
+	kernel *kernel // nil after the kernel died or was killed; restarted by the next run
+	// restartPending makes the next run report KernelRestarted: the sandbox was
+	// adopted with a fresh kernel.
+	restartPending bool
+	paused         bool
+}
+
+// ID returns the container id.
+func (s *Sandbox) ID() string { return s.id }
+
+// Ping checks that the engine answers and the sandbox image is present.
+func (d *Runtime) Ping(ctx context.Context) error {
+	if _, err := d.cli.Ping(ctx); err != nil {
+		return fmt.Errorf("docker ping: %w", err)
+	}
+	if _, err := d.cli.ImageInspect(ctx, d.cfg.Image); err != nil {
+		if client.IsErrNotFound(err) {
+			return fmt.Errorf("%w: %s (build it with `make images`)", sandbox.ErrImageMissing, d.cfg.Image)
+		}
+		return fmt.Errorf("inspect sandbox image: %w", err)
+	}
+	return nil
+}
+
+// Create starts a sandbox and its kernel. On failure nothing is left behind.
+func (d *Runtime) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	sb, err := d.create(ctx, spec, false)
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// create starts a sandbox; pool marks a blank one for a warm pool.
+func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *Sandbox, err error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	defer cancel()
+	limits := spec.Limits.WithDefaults()
+	name := d.cfg.Prefix + "-" + randomHex(8)
+	if spec.Thread != "" {
+		name = threadName(d.cfg.Prefix, spec.Tenant, spec.Thread)
+	}
+	labels := map[string]string{
+		LabelInstall: d.cfg.Prefix,
+		LabelTenant:  spec.Tenant,
+		LabelThread:  spec.Thread,
+		LabelOwner:   spec.Owner,
+	}
+	if pool {
+		labels[LabelPool] = "1"
+	}
+
+	var undo []func(context.Context)
+	defer func() {
+		if err != nil {
+			cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i](cleanupCtx)
+			}
+		}
+	}()
+
+	vol, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{
+		Name: d.cfg.Prefix + "-ws-" + randomHex(8), Driver: "local", DriverOpts: volumeOptions(limits), Labels: labels,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create workspace volume: %w", err)
+	}
+	undo = append(undo, func(ctx context.Context) { _ = d.cli.VolumeRemove(ctx, vol.Name, true) })
+
+	created, err := d.cli.ContainerCreate(ctx, &container.Config{
+		Image:           d.cfg.Image,
+		Cmd:             []string{"sleep", "infinity"},
+		User:            keeperUser,
+		WorkingDir:      "/workspace",
+		Labels:          maps.Clone(labels),
+		NetworkDisabled: true,
+	}, hostConfig(limits, vol.Name), nil, nil, name)
+	if err != nil {
+		switch {
+		case client.IsErrNotFound(err):
+			return nil, fmt.Errorf("%w: %s: %v", sandbox.ErrImageMissing, d.cfg.Image, err)
+		case errdefs.IsConflict(err):
+			return nil, fmt.Errorf("%w: %s", sandbox.ErrExists, name)
+		}
+		return nil, fmt.Errorf("create sandbox container: %w", err)
+	}
+	undo = append(undo, func(ctx context.Context) {
+		_ = d.cli.ContainerRemove(ctx, created.ID, container.RemoveOptions{Force: true})
+	})
+	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return nil, fmt.Errorf("start sandbox container: %w", err)
+	}
+
+	s := &Sandbox{d: d, id: created.ID, name: name, volume: vol.Name, spec: spec, limits: limits, started: time.Now()}
+	if s.kernel, err = d.startKernel(ctx, created.ID, spec.Preload); err != nil {
+		return nil, fmt.Errorf("start kernel in %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// Release lets go of the sandbox without removing it: the kernel ends, the container
+// and its workspace stay for [Runtime.Find] to adopt.
+func (s *Sandbox) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kernel != nil {
+		s.kernel.close()
+		s.kernel = nil
+	}
+}
+
+// Remove deletes the sandbox, its kernel and its workspace. It is safe to call twice
+// and should be given a context that outlives the caller's cancellation.
+func (s *Sandbox) Remove(ctx context.Context) error {
+	s.mu.Lock()
+	if s.kernel != nil {
+		s.kernel.close()
+		s.kernel = nil
+	}
+	s.mu.Unlock()
+	err := s.d.cli.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true})
+	if err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("remove sandbox %s: %w", s.name, err)
+	}
+	if s.volume == "" {
+		return nil
+	}
+	if err := s.d.cli.VolumeRemove(ctx, s.volume, true); err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("remove workspace %s: %w", s.volume, err)
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Errors of sandbox runtimes.
+var (
+	ErrImageMissing = errors.New("sandbox image missing")
+	// ErrExists means the thread already has a sandbox on this host: adopt it with
+	// Find instead.
+	ErrExists = errors.New("the thread already has a sandbox")
+	// ErrNotFound means the sandbox is gone.
+	ErrNotFound = errors.New("sandbox not found")
+)
+
+// Spec describes a sandbox to create.
+type Spec struct {
+	Tenant string
+	Thread string // empty for a one-off sandbox
+	Owner  string // id of the creating worker, for orphan cleanup
+	Limits Limits
+	// Preload imports numpy, pandas and matplotlib when the kernel starts: slower to
+	// create, faster to run. Worth it for sandboxes that serve many runs.
+	Preload bool
+}
+
+// Sandbox is one sandbox with its kernel. Implementations are safe for concurrent
+// use and serialise runs.
+type Sandbox interface {
+	// ID identifies the sandbox on its host.
+	ID() string
+	// Run runs code in the kernel and returns how it ended. The user's code failing,
+	// timing out or running out of memory is an [Outcome]; an error means the sandbox
+	// itself could not be used. A canceled ctx interrupts the code ([Canceled]).
+	// onEvent, if not nil, is called for each event in order.
+	Run(ctx context.Context, req Request, onEvent func(Event)) (Outcome, error)
+	// PutFiles writes files into the workspace, owned by the code's user.
+	PutFiles(ctx context.Context, files []File) error
+	// OpenFile streams one regular file of the workspace; a symbolic link is
+	// [ErrNotRegular], never followed.
+	OpenFile(ctx context.Context, name string) (io.ReadCloser, FileInfo, error)
+	// Files lists the regular files in the workspace (at most 1000).
+	Files(ctx context.Context) ([]FileInfo, error)
+	// Pause freezes the sandbox (no CPU; memory and state kept). Runs and file
+	// operations resume it by themselves.
+	Pause(ctx context.Context) error
+	// Resume unpauses the sandbox and reports whether it was paused.
+	Resume(ctx context.Context) (bool, error)
+	// Snapshot streams the workspace as a tar archive of workspace-relative paths.
+	Snapshot(ctx context.Context) (io.ReadCloser, error)
+	// Restore unpacks a Snapshot archive into the workspace.
+	Restore(ctx context.Context, archive io.Reader) error
+	// Assign gives a blank sandbox to a thread, so Find finds it from then on; it
+	// fails with [ErrExists] if the thread already has a sandbox on the host.
+	Assign(ctx context.Context, tenant, thread string) error
+	// Release lets go of the sandbox without removing it: the kernel ends, the
+	// sandbox and its workspace stay for Find to adopt.
+	Release()
+	// Remove deletes the sandbox and its workspace; safe to call twice. Give it a
+	// context that outlives the caller's cancellation.
+	Remove(ctx context.Context) error
+}
+
+// Runtime creates and finds sandboxes on one host: what a worker needs.
+type Runtime interface {
+	// Create starts a sandbox and its kernel; a thread's fails with [ErrExists] if
+	// the thread already has one on the host. On failure nothing is left behind.
+	Create(ctx context.Context, spec Spec) (Sandbox, error)
+	// Find adopts a thread's existing sandbox with a fresh kernel (the workspace
+	// survives; the first run reports KernelRestarted), or returns nil, nil.
+	Find(ctx context.Context, spec Spec) (Sandbox, error)
+	// CreateBlank starts a sandbox for no thread yet, preloaded, for a warm pool.
+	CreateBlank(ctx context.Context, owner string, limits Limits) (Sandbox, error)
+	// Count returns how many sandboxes (blank ones aside) live on this host.
+	Count(ctx context.Context) (int, error)
+	// Ping says whether the runtime answers; it decides the worker's readiness.
+	Ping(ctx context.Context) error
+}
+
+// Host lists and opens the sandboxes on one host without touching their kernels:
+// what a janitor needs.
+type Host interface {
+	// List returns every sandbox of this installation on the host, stopped ones too.
+	List(ctx context.Context) ([]Info, error)
+	// ThreadName returns the name a thread's sandbox has on this host.
+	ThreadName(tenant, thread string) string
+	// Open returns a handle on a listed sandbox, enough to Snapshot and Remove it; a
+	// paused one stays paused. A sandbox gone meanwhile is [ErrNotFound].
+	Open(ctx context.Context, id string) (Sandbox, error)
+}
+
+// Info describes a sandbox found on a host, without touching it.
+type Info struct {
+	ID       string
+	Name     string
+	Tenant   string // empty for blank and pooled sandboxes
+	Thread   string
+	Owner    string // the worker that created it
+	OfThread bool   // it is (or was made for) a thread's: named after the thread
+	Blank    bool   // a warm-pool sandbox not given to any thread
+	Created  time.Time
+	Running  bool
+	Paused   bool
+}
