@@ -171,7 +171,9 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *jobs.Ex
 		return
 	}
 	ex.Sandbox = info
+	r.mu.Lock() // leastRecentlyUsed reads other threads' lastUsed under r.mu
 	th.dirty, th.lastUsed = true, r.cfg.Now()
+	r.mu.Unlock()
 	if ok, err := r.start(ctx, ex); err != nil || !ok {
 		return
 	}
