@@ -52,8 +52,42 @@ type Config struct {
 
 	WorkerID              string `env:"WORKER_ID"`
 	WarmPool              int    `env:"WARM_POOL" envDefault:"2"`
-	MaxSandboxes          int    `env:"MAX_SANDBOXES" envDefault:"0"`
-	MaxSandboxesPerTenant int    `env:"MAX_SANDBOXES_PER_TENANT" envDefault:"0"`
+	MaxSandboxes          int    `env:"MAX_SANDBOXES" envDefault:"50"`
+	MaxSandboxesPerTenant int    `env:"MAX_SANDBOXES_PER_TENANT" envDefault:"10"`
+
+	// Budgets of one execution (issue: no tenant can starve the others).
+	MaxResults     int   `env:"MAX_RESULTS" envDefault:"100"`           // rich results kept
+	MaxResultBytes int   `env:"MAX_RESULT_BYTES" envDefault:"4194304"`  // bytes of rich results kept inline
+	StreamBytes    int64 `env:"STREAM_BYTES" envDefault:"0"`            // event stream bytes; 0: twice OUTPUT_BYTES
+	CollectBytes   int64 `env:"COLLECT_BYTES" envDefault:"0"`           // output files collected per run; 0: the workspace size
+	MaxRecordBytes int   `env:"MAX_RECORD_BYTES" envDefault:"16777216"` // a stored execution record
+
+	// Connections and requests of the API.
+	HTTPReadTimeout   time.Duration `env:"HTTP_READ_TIMEOUT" envDefault:"5m"`
+	HTTPWriteTimeout  time.Duration `env:"HTTP_WRITE_TIMEOUT" envDefault:"5m"`
+	HTTPIdleTimeout   time.Duration `env:"HTTP_IDLE_TIMEOUT" envDefault:"2m"`
+	HTTPHeaderTimeout time.Duration `env:"HTTP_HEADER_TIMEOUT" envDefault:"10s"`
+	HTTPHeaderBytes   int           `env:"HTTP_HEADER_BYTES" envDefault:"65536"`
+	StreamPool        int           `env:"STREAM_POOL" envDefault:"256"`          // Redis connections for SSE and long-polls, per API process
+	InflightBytes     int64         `env:"INFLIGHT_BYTES" envDefault:"268435456"` // request bodies being read at once, per API process
+	TransferTimeout   time.Duration `env:"TRANSFER_TIMEOUT" envDefault:"10m"`     // one transfer to or from storage
+	RedisFullRatio    float64       `env:"REDIS_FULL_RATIO" envDefault:"0.9"`     // /readyz fails past this share of Redis maxmemory
+
+	// Per-tenant quotas; CODEINTERP_TENANT_QUOTAS overrides them per tenant.
+	QuotaRate           float64 `env:"QUOTA_RATE" envDefault:"20"`                      // submissions per second
+	QuotaBurst          int     `env:"QUOTA_BURST" envDefault:"40"`                     // submissions at once
+	QuotaActive         int     `env:"QUOTA_ACTIVE" envDefault:"200"`                   // executions queued or running
+	QuotaThreadQueue    int     `env:"QUOTA_THREAD_QUEUE" envDefault:"100"`             // items queued on one thread
+	QuotaStreams        int     `env:"QUOTA_STREAMS" envDefault:"16"`                   // open event streams and long-polls, per API process
+	QuotaUploadBytesDay int64   `env:"QUOTA_UPLOAD_BYTES_DAY" envDefault:"10737418240"` // bytes uploaded per UTC day
+	TenantQuotas        string  `env:"TENANT_QUOTAS"`                                   // tenant:name=value,...;tenant:...
+
+	// Webhook delivery has a queue and workers of its own.
+	WebhookConcurrency       int `env:"WEBHOOK_CONCURRENCY" envDefault:"8"`
+	WebhookTenantConcurrency int `env:"WEBHOOK_TENANT_CONCURRENCY" envDefault:"2"`
+
+	// The janitor ends executions stuck queued or running this long with no live owner.
+	StuckAfter time.Duration `env:"STUCK_AFTER" envDefault:"10m"`
 
 	IdlePause       time.Duration `env:"IDLE_PAUSE" envDefault:"60s"`
 	IdleReap        time.Duration `env:"IDLE_REAP" envDefault:"30m"`
@@ -145,6 +179,19 @@ func (c Config) validate() error {
 	_, err = c.Webhooks()
 	check(err == nil, "%v", err)
 	check(c.WebhookTimeout >= time.Second, "CODEINTERP_WEBHOOK_TIMEOUT %s: want at least 1s", c.WebhookTimeout)
+	check(c.MaxResults >= 1 && c.MaxResultBytes >= 1024, "CODEINTERP_MAX_RESULTS (%d) want at least 1, CODEINTERP_MAX_RESULT_BYTES (%d) at least 1024", c.MaxResults, c.MaxResultBytes)
+	check(c.StreamBytes >= 0 && c.CollectBytes >= 0, "CODEINTERP_STREAM_BYTES and CODEINTERP_COLLECT_BYTES must not be negative")
+	check(c.MaxRecordBytes >= 1<<20, "CODEINTERP_MAX_RECORD_BYTES %d: want at least 1 MiB", c.MaxRecordBytes)
+	check(c.HTTPReadTimeout >= time.Second && c.HTTPWriteTimeout >= time.Second && c.HTTPIdleTimeout >= time.Second && c.HTTPHeaderTimeout >= 100*time.Millisecond,
+		"CODEINTERP_HTTP_*_TIMEOUT: want at least 1s (the header timeout at least 100ms)")
+	check(c.HTTPHeaderBytes >= 4096, "CODEINTERP_HTTP_HEADER_BYTES %d: want at least 4096", c.HTTPHeaderBytes)
+	check(c.StreamPool >= 1 && c.InflightBytes >= c.MaxRequestBytes, "CODEINTERP_STREAM_POOL (%d) want at least 1, CODEINTERP_INFLIGHT_BYTES (%d) at least CODEINTERP_MAX_REQUEST_BYTES", c.StreamPool, c.InflightBytes)
+	check(c.TransferTimeout >= time.Second, "CODEINTERP_TRANSFER_TIMEOUT %s: want at least 1s", c.TransferTimeout)
+	check(c.RedisFullRatio > 0 && c.RedisFullRatio <= 1, "CODEINTERP_REDIS_FULL_RATIO %g: want more than 0, at most 1", c.RedisFullRatio)
+	_, err = c.Quotas()
+	check(err == nil, "%v", err)
+	check(c.WebhookConcurrency >= 1 && c.WebhookTenantConcurrency >= 1, "CODEINTERP_WEBHOOK_CONCURRENCY and _TENANT_CONCURRENCY: want at least 1")
+	check(c.StuckAfter >= time.Minute, "CODEINTERP_STUCK_AFTER %s: want at least 1m", c.StuckAfter)
 	check(c.LogLevel == "debug" || c.LogLevel == "info" || c.LogLevel == "warn" || c.LogLevel == "error", "CODEINTERP_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "CODEINTERP_LOG_FORMAT %q: want text or json", c.LogFormat)
 	return errors.Join(errs...)

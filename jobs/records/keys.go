@@ -14,6 +14,7 @@ import (
 //	P ten:<tenant>:ex               zset (score 0, by id): the tenant's records
 //	P t:<tenant>/<thread>:ex        zset (score 0, by id): the thread's records
 //	P t:<tenant>/<thread>:meta      hash: the thread's state (sandbox, files, activity)
+//	P ten:<tenant>:active           zset: the tenant's queued or running executions, by creation (ms)
 //	P ten:<tenant>:threads          zset: the tenant's threads by last activity
 //	P active                        zset: every thread by last activity (the janitor's)
 //	P live:<tenant>                 zset: the tenant's threads with a sandbox, by last use
@@ -27,6 +28,7 @@ import (
 
 func (s *Store) recordKey(id string) string           { return s.prefix + "ex:" + id }
 func (s *Store) tenantIndex(tenant string) string     { return s.prefix + "ten:" + tenant + ":ex" }
+func (s *Store) activeIndex(tenant string) string     { return s.prefix + "ten:" + tenant + ":active" }
 func (s *Store) threadIndex(tk jobs.ThreadKey) string { return s.prefix + "t:" + string(tk) + ":ex" }
 func (s *Store) threadMeta(tk jobs.ThreadKey) string  { return s.prefix + "t:" + string(tk) + ":meta" }
 func (s *Store) tenantThreadsKey(tenant string) string {
@@ -46,6 +48,9 @@ func (s *Store) idemKey(tenant, key string) string {
 
 // Patterns the expiry sweep scans: listing indexes by id, and sets by score.
 func (s *Store) indexPatterns() []string { return []string{s.prefix + "ten:*:ex", s.prefix + "t:*:ex"} }
+
+// activePattern matches every tenant's active executions, for the janitor's sweep.
+func (s *Store) activePattern() string { return s.prefix + "ten:*:active" }
 func (s *Store) scoredPatterns() []string {
 	return []string{s.prefix + "live:*", s.prefix + "ten:*:threads"}
 }

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
 )
 
@@ -30,7 +32,9 @@ type Config struct {
 	// OnEnd, if set, is called after a record reaches a terminal status (once: only
 	// the transition that ends it calls it). It queues the webhook delivery.
 	OnEnd func(ctx context.Context, ex *jobs.Execution)
-	Now   func() time.Time
+	// Quotas, if set, bounds each tenant's active executions and thread queues.
+	Quotas func(tenant string) quota.Limits
+	Now    func() time.Time
 }
 
 // Store keeps execution records in Redis.
@@ -41,6 +45,7 @@ type Store struct {
 	idempotent time.Duration // how long an Idempotency-Key is remembered
 	threads    *threadq.Queue
 	onEnd      func(context.Context, *jobs.Execution)
+	quotas     func(string) quota.Limits
 	now        func() time.Time
 }
 
@@ -50,7 +55,10 @@ func New(rdb redis.UniversalClient, cfg Config) *Store {
 	s := &Store{
 		rdb: rdb, prefix: cmp.Or(cfg.Prefix, "ci:"), ttl: ttl,
 		idempotent: max(24*time.Hour, min(ttl, 7*24*time.Hour)),
-		threads:    cfg.Threads, onEnd: cfg.OnEnd, now: cfg.Now,
+		threads:    cfg.Threads, onEnd: cfg.OnEnd, quotas: cfg.Quotas, now: cfg.Now,
+	}
+	if s.quotas == nil {
+		s.quotas = func(string) quota.Limits { return quota.Limits{} }
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -78,7 +86,8 @@ type Created struct {
 // Create stores a new queued record and, for a thread, appends it to the thread's
 // queue in the same atomic step. With an idempotency key, a second Create with the
 // same tenant and key returns the first record's id and Created=false instead; with a
-// different requestHash it returns ErrIdempotencyMismatch.
+// different requestHash it returns ErrIdempotencyMismatch. An execution past the
+// tenant's active or thread-queue quota is refused with a *quota.Exceeded.
 func (s *Store) Create(ctx context.Context, ex *jobs.Execution, idemKey, requestHash string) (Created, error) {
 	data, err := json.Marshal(ex)
 	if err != nil {
@@ -90,14 +99,20 @@ func (s *Store) Create(ctx context.Context, ex *jobs.Execution, idemKey, request
 	}
 	tk := jobs.NewThreadKey(ex.Tenant, ex.ThreadID)
 	push := s.threads.PushTarget(tk)
-	keys := []string{ik, s.recordKey(ex.ID), s.tenantIndex(ex.Tenant), push.Queue, push.Owner, s.threadIndex(tk), push.Workers, push.Unowned, push.Offers}
+	keys := []string{ik, s.recordKey(ex.ID), s.tenantIndex(ex.Tenant), push.Queue, push.Owner, s.threadIndex(tk), push.Workers, push.Unowned, push.Offers,
+		s.activeIndex(ex.Tenant)}
+	q := s.quotas(ex.Tenant)
 	res, err := createScript.Run(ctx, s.rdb, keys,
 		idemKey != "", ex.ID, requestHash, string(ex.Status), data,
 		int(s.ttl.Seconds()), int(s.idempotent.Seconds()),
 		ex.CreatedAt.UnixMilli(), ex.ThreadID != "", string(tk), push.WakePrefix,
-		push.NowMS, push.BeatTTLMS).StringSlice()
+		push.NowMS, push.BeatTTLMS, ex.Kind == jobs.KindExecution, q.Active, q.ThreadQueue).StringSlice()
 	if err != nil {
 		return Created{}, fmt.Errorf("create execution record: %w", err)
+	}
+	if res[0] == "quota" {
+		limit, _ := strconv.ParseFloat(res[2], 64)
+		return Created{}, &quota.Exceeded{Quota: res[1], Limit: limit, RetryAfter: 1}
 	}
 	c := Created{ID: res[1], Created: res[0] == "created", Owner: res[3]}
 	if !c.Created && res[2] != requestHash {
@@ -154,7 +169,7 @@ func (s *Store) Transition(ctx context.Context, ex *jobs.Execution, from ...jobs
 	for _, st := range from {
 		args = append(args, string(st))
 	}
-	res, err := transitionScript.Run(ctx, s.rdb, []string{s.recordKey(ex.ID), s.doneChannel(), s.eventsKey(ex.ID)}, args...).StringSlice()
+	res, err := transitionScript.Run(ctx, s.rdb, []string{s.recordKey(ex.ID), s.doneChannel(), s.eventsKey(ex.ID), s.activeIndex(ex.Tenant)}, args...).StringSlice()
 	if err != nil {
 		return false, "", fmt.Errorf("update execution %s: %w", ex.ID, err)
 	}
@@ -171,7 +186,10 @@ func (s *Store) Delete(ctx context.Context, ex *jobs.Execution, idemKey string) 
 	if idemKey != "" {
 		keys = append(keys, s.idemKey(ex.Tenant, idemKey))
 	}
-	if err := s.rdb.Del(ctx, keys...).Err(); err != nil {
+	pipe := s.rdb.TxPipeline()
+	pipe.Del(ctx, keys...)
+	pipe.ZRem(ctx, s.activeIndex(ex.Tenant), ex.ID)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete execution %s: %w", ex.ID, err)
 	}
 	return nil

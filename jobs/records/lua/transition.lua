@@ -1,7 +1,9 @@
 -- Saves a record if its stored status is one of the expected ones, and appends the
--- change to the execution's event stream (and, when it ended, announces that), in
--- the same atomic step, so a stream reader never misses the end.
--- KEYS[1] record key, KEYS[2] done channel, KEYS[3] event stream
+-- change to the execution's event stream (and, when it ended, announces that and
+-- drops it from the tenant's active executions), in the same atomic step, so a
+-- stream reader never misses the end.
+-- KEYS[1] record key, KEYS[2] done channel, KEYS[3] event stream,
+-- KEYS[4] the tenant's active executions zset
 -- ARGV: new_status, json, is_terminal, id, stream_ttl_s, expected_status...
 -- Returns {"ok"|"no", stored_status}.
 local current = redis.call("HGET", KEYS[1], "status")
@@ -17,6 +19,7 @@ for i = 6, #ARGV do
     if ARGV[3] == "1" then
       redis.call("XADD", KEYS[3], "*", "type", "done", "data", "{}")
       redis.call("PUBLISH", KEYS[2], ARGV[4])
+      redis.call("ZREM", KEYS[4], ARGV[4])
     end
     redis.call("EXPIRE", KEYS[3], ARGV[5])
     return {"ok", current}
