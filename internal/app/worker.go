@@ -38,6 +38,10 @@ func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
 		Runtime: rt, Limits: cfg.Limits(), WarmPool: cfg.WarmPool,
 		MaxSandboxes: cfg.MaxSandboxes, MaxPerTenant: cfg.MaxSandboxesPerTenant,
 		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, MaxLog: cfg.MaxLogBytes, Logger: a.Logger,
+		Budgets: worker.Budgets{
+			MaxResults: cfg.MaxResults, MaxResultBytes: cfg.MaxResultBytes, StreamBytes: cfg.StreamBytes,
+			CollectBytes: cfg.CollectBytes, MaxRecordBytes: cfg.MaxRecordBytes,
+		},
 		Linger: opt.Linger,
 	})
 	retry := opt.RetryDelay

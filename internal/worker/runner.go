@@ -40,6 +40,7 @@ type Config struct {
 	Worker       string // this worker's id: unique per process, recorded on executions and sandboxes
 	Concurrency  int    // thread executions run at once; default 4
 	MaxLog       int64  // bytes of a full stdout/stderr kept as an artifact; default 64 MiB
+	Budgets      Budgets
 	// Beat is the heartbeat interval; default a third of the queue's heartbeat TTL.
 	Beat time.Duration
 	// Linger is how long a blocking wait (for wake-ups and offers) lasts before it is

@@ -22,6 +22,8 @@ import (
 //	P done                          channel: ids of records that ended
 //	P cancel                        channel: ids of running executions to interrupt
 //	P lock:<name>                   a janitor's once-per-period lock
+//	P usage:<tenant>                hash: the tenant's usage counters
+//	P usage:tenants                 set: tenants with usage
 //
 // The per-thread keys share "P t:<thread key>:" with jobs/threadq's, which owns the
 // q, own and inflight ones.
@@ -34,13 +36,15 @@ func (s *Store) threadMeta(tk jobs.ThreadKey) string  { return s.prefix + "t:" +
 func (s *Store) tenantThreadsKey(tenant string) string {
 	return s.prefix + "ten:" + tenant + ":threads"
 }
-func (s *Store) activeKey() string            { return s.prefix + "active" }
-func (s *Store) liveKey(tenant string) string { return s.prefix + "live:" + tenant }
-func (s *Store) eventsKey(id string) string   { return s.prefix + "ev:" + id }
-func (s *Store) doneChannel() string          { return s.prefix + "done" }
-func (s *Store) cancelChannel() string        { return s.prefix + "cancel" }
-func (s *Store) lockKey(name string) string   { return s.prefix + "lock:" + name }
-func (s *Store) noIdemKey() string            { return s.prefix + "idem:none" }
+func (s *Store) activeKey() string             { return s.prefix + "active" }
+func (s *Store) liveKey(tenant string) string  { return s.prefix + "live:" + tenant }
+func (s *Store) eventsKey(id string) string    { return s.prefix + "ev:" + id }
+func (s *Store) doneChannel() string           { return s.prefix + "done" }
+func (s *Store) cancelChannel() string         { return s.prefix + "cancel" }
+func (s *Store) usageKey(tenant string) string { return s.prefix + "usage:" + tenant }
+func (s *Store) usageTenantsKey() string       { return s.prefix + "usage:tenants" }
+func (s *Store) lockKey(name string) string    { return s.prefix + "lock:" + name }
+func (s *Store) noIdemKey() string             { return s.prefix + "idem:none" }
 func (s *Store) idemKey(tenant, key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return s.prefix + "idem:" + tenant + ":" + hex.EncodeToString(sum[:])
