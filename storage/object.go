@@ -21,13 +21,24 @@ type Object struct {
 	Modified    time.Time
 }
 
+// unknownSizePart is the part size of a Put of unknown length. minio-go buffers one
+// part in memory per upload and, left to itself, sizes parts for a 5 TiB object
+// (over 500 MiB each): a handful of chunked uploads would exhaust the process.
+// 16 MiB parts bound an upload of unknown length to 160 GiB (10,000 parts).
+const unknownSizePart = 16 << 20
+
 // Put stores size bytes from r under key and returns their SHA-256. A size of -1
-// streams an unknown length (in parts, so it costs more).
+// streams an unknown length, in parts of 16 MiB buffered one at a time. The whole
+// transfer is bounded by the store's TransferTimeout.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (Object, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.TransferTimeout)
+	defer cancel()
+	opts := minio.PutObjectOptions{ContentType: contentType}
+	if size < 0 {
+		opts.PartSize = unknownSizePart
+	}
 	h := sha256.New()
-	info, err := s.cli.PutObject(ctx, s.cfg.Bucket, key, io.TeeReader(r, h), size, minio.PutObjectOptions{
-		ContentType: contentType,
-	})
+	info, err := s.cli.PutObject(ctx, s.cfg.Bucket, key, io.TeeReader(r, h), size, opts)
 	if err != nil {
 		return Object{}, fmt.Errorf("put %s: %w", key, err)
 	}
@@ -43,18 +54,33 @@ func (s *Store) Stat(ctx context.Context, key string) (Object, error) {
 	return objectOf(info), nil
 }
 
-// Open streams the object under key, or returns ErrNotFound.
+// Open streams the object under key, or returns ErrNotFound. Reading must end within
+// the store's TransferTimeout; Close releases the transfer.
 func (s *Store) Open(ctx context.Context, key string) (io.ReadCloser, Object, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.TransferTimeout)
 	obj, err := s.cli.GetObject(ctx, s.cfg.Bucket, key, minio.GetObjectOptions{})
 	if err != nil {
+		cancel()
 		return nil, Object{}, wrapNotFound(err, key)
 	}
 	info, err := obj.Stat() // GetObject is lazy: this is the request that can fail
 	if err != nil {
 		obj.Close()
+		cancel()
 		return nil, Object{}, wrapNotFound(err, key)
 	}
-	return obj, objectOf(info), nil
+	return transfer{ReadCloser: obj, cancel: cancel}, objectOf(info), nil
+}
+
+// transfer is an object being read; closing it ends its deadline's timer.
+type transfer struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (t transfer) Close() error {
+	defer t.cancel()
+	return t.ReadCloser.Close()
 }
 
 // PresignGet returns a URL that downloads key without credentials until it expires.

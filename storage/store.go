@@ -28,6 +28,9 @@ type Config struct {
 	PublicURL string
 	URLTTL    time.Duration // lifetime of presigned URLs; default 1 h
 	Retention time.Duration // how long objects are kept; default 7 days
+	// TransferTimeout bounds one Put, and one Open from the call to the reader's
+	// Close; default 10 min.
+	TransferTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -35,6 +38,7 @@ func (c Config) withDefaults() Config {
 	c.Bucket = cmp.Or(c.Bucket, "codeinterp")
 	c.URLTTL = cmp.Or(c.URLTTL, time.Hour)
 	c.Retention = cmp.Or(c.Retention, 7*24*time.Hour)
+	c.TransferTimeout = cmp.Or(c.TransferTimeout, 10*time.Minute)
 	return c
 }
 

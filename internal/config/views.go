@@ -15,6 +15,7 @@ func (c Config) Storage() storage.Config {
 	return storage.Config{
 		Endpoint: c.S3Endpoint, Secure: c.S3Secure, AccessKey: c.S3AccessKey, SecretKey: c.S3SecretKey,
 		Region: c.S3Region, Bucket: c.S3Bucket, PublicURL: c.S3PublicURL, URLTTL: c.URLTTL, Retention: c.Retention,
+		TransferTimeout: c.TransferTimeout,
 	}
 }
 
