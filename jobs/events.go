@@ -18,6 +18,10 @@ const (
 	EventResult EventType = "result"
 	EventFile   EventType = "file"
 	EventDone   EventType = "done"
+	// EventTruncated comes once, when an execution's stdout, stderr and results have
+	// used up the bytes its stream may carry; no stdout, stderr or result event
+	// follows it (status, file and done events still do).
+	EventTruncated EventType = "truncated"
 )
 
 // Event is one entry of an execution's event stream.

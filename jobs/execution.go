@@ -75,12 +75,21 @@ type Outcome struct {
 	StdoutTruncated bool           `json:"stdout_truncated"`
 	StderrTruncated bool           `json:"stderr_truncated"`
 	Results         []sandbox.Rich `json:"results"`
-	Error           *sandbox.Error `json:"error"`
-	ExitCode        *int           `json:"exit_code"`
-	Sandbox         SandboxInfo    `json:"sandbox"`
-	StartedAt       *time.Time     `json:"started_at"`
-	FinishedAt      *time.Time     `json:"finished_at"`
-	DurationMS      *int64         `json:"duration_ms"`
+	// ResultsTruncated says rich results past the worker's budget (a count and a
+	// size) were dropped: Results holds the ones before.
+	ResultsTruncated bool           `json:"results_truncated"`
+	Error            *sandbox.Error `json:"error"`
+	ExitCode         *int           `json:"exit_code"`
+	Sandbox          SandboxInfo    `json:"sandbox"`
+	StartedAt        *time.Time     `json:"started_at"`
+	FinishedAt       *time.Time     `json:"finished_at"`
+	DurationMS       *int64         `json:"duration_ms"`
+	// CPUMS is the CPU time the code used, in milliseconds, as the sandbox's kernel
+	// measured it; nil when it did not say (the kernel was killed, or never ran).
+	CPUMS *int64 `json:"cpu_ms"`
+	// Notes are short sentences about what the service left out or changed: output
+	// files not collected, an expired workspace, a record cut to fit.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // DeliveryState is where a webhook delivery is.

@@ -9,6 +9,11 @@ type Request struct {
 	Code     string
 	Env      map[string]string
 	Timeout  time.Duration // 0: no timeout beyond ctx
+	// MaxResults and MaxResultBytes bound the rich results a run keeps and delivers
+	// (bytes as [Rich.Size] counts them): the first result past either is dropped
+	// with every later one, and the outcome says ResultsTruncated. 0: no bound.
+	MaxResults     int
+	MaxResultBytes int
 }
 
 // Status is how a run ended.
@@ -37,6 +42,9 @@ type Rich struct {
 	File string `json:"file,omitempty"`
 }
 
+// Size is what a rich result counts against a run's result budget.
+func (r Rich) Size() int { return len(r.Type) + len(r.Text) + len(r.File) }
+
 // EventKind says what an [Event] carries.
 type EventKind string
 
@@ -64,6 +72,9 @@ type Outcome struct {
 	Stdout, Stderr                   string
 	StdoutTruncated, StderrTruncated bool
 	Results                          []Rich
+	// ResultsTruncated says results past Request.MaxResults or MaxResultBytes were
+	// dropped: Results holds the ones before.
+	ResultsTruncated bool
 	// Outputs are the files under outputs/ that the run created or changed, as
 	// workspace-relative paths. Read them with [Sandbox.OpenFile].
 	Outputs []string
@@ -72,4 +83,37 @@ type Outcome struct {
 	// KernelRestarted says the kernel had died or been killed since the previous run,
 	// so Python state from earlier runs is gone.
 	KernelRestarted bool
+	// CPUSeconds is the CPU time the code used, as the kernel measured it (0 when the
+	// kernel did not say, e.g. after it was killed).
+	CPUSeconds float64
 }
+
+// ResultBudget admits a run's rich results in order until one would pass a bound:
+// that one and every later one are refused, so the results kept are a prefix of those
+// produced. Runtimes use it to honour Request.MaxResults and MaxResultBytes.
+type ResultBudget struct {
+	maxCount, maxBytes int // 0: no bound
+	count, bytes       int
+	truncated          bool
+}
+
+// NewResultBudget returns the budget of at most maxCount results of at most maxBytes
+// in all; 0 means no bound.
+func NewResultBudget(maxCount, maxBytes int) *ResultBudget {
+	return &ResultBudget{maxCount: maxCount, maxBytes: maxBytes}
+}
+
+// Admit reports whether r is kept, and counts it if so.
+func (b *ResultBudget) Admit(r Rich) bool {
+	if b.truncated ||
+		(b.maxCount > 0 && b.count+1 > b.maxCount) ||
+		(b.maxBytes > 0 && b.bytes+r.Size() > b.maxBytes) {
+		b.truncated = true
+		return false
+	}
+	b.count, b.bytes = b.count+1, b.bytes+r.Size()
+	return true
+}
+
+// Truncated reports whether a result was refused.
+func (b *ResultBudget) Truncated() bool { return b.truncated }

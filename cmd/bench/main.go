@@ -15,14 +15,15 @@ import (
 
 func main() {
 	url := flag.String("url", "http://localhost:8080", "API base URL")
-	key := flag.String("key", "demo-key", "API key")
+	key := flag.String("key", "demo-key", "API key (tenant B of the noisy-neighbour section)")
+	noisyKey := flag.String("noisy-key", "noisy-key", "API key of another tenant: A, the noisy neighbour")
 	image := flag.String("image", "codeinterp/sandbox:latest", "sandbox image for the baselines")
 	n := flag.Int("n", 20, "runs per measurement")
 	flag.Parse()
 
 	c := bench{c: client.New(*url, *key)}
 	t := &table{}
-	if err := run(c, t, *image, *n); err != nil {
+	if err := run(c, t, *url, *noisyKey, *image, *n); err != nil {
 		t.print()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -30,7 +31,7 @@ func main() {
 	t.print()
 }
 
-func run(c bench, t *table, image string, n int) error {
+func run(c bench, t *table, url, noisyKey, image string, n int) error {
 	fmt.Fprintf(os.Stderr, "measuring (%d runs each)…\n", n)
 	// First, while nothing has run yet: what an idle stack costs Redis.
 	if err := idleRedis(t, 10*time.Second); err != nil {
@@ -45,7 +46,11 @@ func run(c bench, t *table, image string, n int) error {
 	if err := lifecycle(c, t, n); err != nil {
 		return err
 	}
-	return baselines(t, image, n)
+	if err := baselines(t, image, n); err != nil {
+		return err
+	}
+	// Last: it loads the stack as hard as it can, so nothing after it is measured.
+	return noisy(c, t, url, noisyKey, n)
 }
 
 // table collects result rows and prints them aligned.
@@ -68,7 +73,7 @@ func (t *table) print() {
 	for i, r := range append([][]string{head}, t.rows...) {
 		var b strings.Builder
 		for j, c := range r {
-			if j == 0 {
+			if j == 0 || j == len(r)-1 { // the name and the note read left to right
 				fmt.Fprintf(&b, "%-*s", width[j]+2, c)
 			} else {
 				fmt.Fprintf(&b, "%*s  ", width[j], c)

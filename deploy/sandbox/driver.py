@@ -11,7 +11,10 @@ Events:    {"ev": "ready", "pid", "python"}
            {"ev": "stream", "id", "name": "stdout"|"stderr", "text"}
            {"ev": "result", "id", "type": "text/plain"|"text/html"|"image/png", "text"|"file"}
            {"ev": "done", "id", "status": "ok"|"error", "exit_code", "error", "outputs",
-            "workspace": [[path, size, mtime_ms], ...]}
+            "workspace": [[path, size, mtime_ms], ...], "cpu_ms"}
+
+cpu_ms is the CPU time (user + system) the run used: this process's and that of the
+children it waited for (bash, subprocesses, killed strays), for usage accounting.
 
 Everything the code writes to file descriptors 1 and 2 (print, C extensions, subprocesses)
 is captured through pipes and streamed. The worker treats every event as untrusted: the
@@ -25,6 +28,7 @@ import json
 import linecache
 import os
 import queue
+import resource
 import shutil
 import signal
 import subprocess
@@ -286,10 +290,17 @@ def kill_strays():
             return
 
 
+def cpu_seconds():
+    """CPU time used so far by this process and its waited-for children."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def execute(req, pumps, results):
     exec_id = req.get("id")
     shutil.rmtree(RESULTS, ignore_errors=True)
     before = snapshot_workspace()
+    cpu_start = cpu_seconds()
     saved_env = dict(os.environ)
     os.environ.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
     State.current = exec_id
@@ -308,10 +319,11 @@ def execute(req, pumps, results):
             kill_strays()
         sync_streams(pumps)
         State.current = None
+    cpu_ms = round((cpu_seconds() - cpu_start) * 1000)
     after = snapshot_workspace()
     changed = sorted(p for p, st in after.items() if p.startswith("outputs/") and before.get(p) != st)
     emit(ev="done", id=exec_id, status="error" if err else "ok", exit_code=rc,
-         error=err, outputs=changed, workspace=listing(after))
+         error=err, outputs=changed, workspace=listing(after), cpu_ms=cpu_ms)
 
 
 def listing(snapshot):

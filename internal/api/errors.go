@@ -49,6 +49,7 @@ var statuses = map[service.Code]int{
 	service.CodeNotFound:    http.StatusNotFound,
 	service.CodeConflict:    http.StatusConflict,
 	service.CodeUnavailable: http.StatusServiceUnavailable,
+	service.CodeQuota:       http.StatusTooManyRequests,
 }
 
 func fromService(e *service.Error) *Error {

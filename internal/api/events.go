@@ -35,7 +35,10 @@ func (s *Server) events(c echo.Context) error {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
+	rc := http.NewResponseController(w.Writer)
 	for {
+		// A client that stops reading is let go once a write has waited this long.
+		_ = rc.SetWriteDeadline(time.Now().Add(2 * keepAlive))
 		evs, err := stream.Read(ctx, after, keepAlive)
 		if err != nil {
 			return nil // the client went away, or Redis did: the client reconnects

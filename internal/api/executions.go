@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -95,14 +94,10 @@ func readBody(c echo.Context) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// hashBytes identifies a request body for Idempotency-Key replays: the raw bytes, so
+// hashing costs no second decoded copy of a large body. A retry must resend the same
+// bytes, as HTTP clients do.
 func hashBytes(b []byte) string {
-	// Canonical form, so a replay with reordered fields or spacing still matches.
-	var v any
-	if json.Unmarshal(b, &v) == nil {
-		if canon, err := json.Marshal(v); err == nil {
-			b = canon
-		}
-	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/codeinterp/codeinterp/internal/service"
 )
 
 var (
@@ -24,9 +27,23 @@ func init() {
 	registry.MustRegister(requests, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
-func metricsHandler() http.Handler { return promhttp.HandlerFor(registry, promhttp.HandlerOpts{}) }
+// methods are the request methods labelled as themselves; any other token, which a
+// client may make up, is "other", so labels stay a fixed set.
+var methods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodDelete: true, http.MethodPatch: true, http.MethodOptions: true,
+}
 
-func metricsMiddleware() echo.MiddlewareFunc {
+// metricsHandler serves the process metrics and, read from Redis at each scrape, the
+// tenants' usage (the same on every API replica).
+func (s *Server) metricsHandler() http.Handler {
+	usage := prometheus.NewRegistry()
+	usage.MustRegister(usageCollector{svc: s.svc})
+	usage.MustRegister(s.cfg.Collectors...)
+	return promhttp.HandlerFor(prometheus.Gatherers{registry, usage}, promhttp.HandlerOpts{})
+}
+
+func (s *Server) metricsMiddleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
@@ -36,12 +53,56 @@ func metricsMiddleware() echo.MiddlewareFunc {
 				c.Error(err) // write the error response now, so its status is counted
 				status = c.Response().Status
 			}
+			method := c.Request().Method
+			if !methods[method] {
+				method = "other"
+			}
 			route := c.Path()
-			if route == "" {
+			if !s.routes[route] {
 				route = "unmatched"
 			}
-			requests.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
+			requests.WithLabelValues(method, route, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
 			return nil
 		}
+	}
+}
+
+var (
+	usageExecutions = prometheus.NewDesc("codeinterp_tenant_executions_total", "Ended executions by tenant and status.", []string{"tenant", "status"}, nil)
+	usageCPU        = prometheus.NewDesc("codeinterp_tenant_cpu_seconds_total", "CPU time of tenants' code.", []string{"tenant"}, nil)
+	usageWall       = prometheus.NewDesc("codeinterp_tenant_wall_seconds_total", "Run time of tenants' executions.", []string{"tenant"}, nil)
+	usageBytes      = prometheus.NewDesc("codeinterp_tenant_bytes_stored_total", "Bytes of artifacts and inputs tenants stored.", []string{"tenant"}, nil)
+	usageLive       = prometheus.NewDesc("codeinterp_tenant_live_sandboxes", "Threads of a tenant with a sandbox now.", []string{"tenant"}, nil)
+	usageActive     = prometheus.NewDesc("codeinterp_tenant_active_executions", "Executions of a tenant queued or running now.", []string{"tenant"}, nil)
+	usageUploads    = prometheus.NewDesc("codeinterp_tenant_upload_bytes_today", "Bytes counted against a tenant's upload quota today (UTC).", []string{"tenant"}, nil)
+)
+
+// usageCollector exports every tenant's usage as counters and gauges labelled by
+// tenant: tenants are the configured ones, so the label set stays bounded.
+type usageCollector struct{ svc *service.Service }
+
+func (u usageCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{usageExecutions, usageCPU, usageWall, usageBytes, usageLive, usageActive, usageUploads} {
+		ch <- d
+	}
+}
+
+func (u usageCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	all, err := u.svc.UsageAll(ctx)
+	if err != nil {
+		return // a scrape without usage; Redis health is on /readyz
+	}
+	for tenant, x := range all {
+		for st, n := range x.Executions {
+			ch <- prometheus.MustNewConstMetric(usageExecutions, prometheus.CounterValue, float64(n), tenant, string(st))
+		}
+		ch <- prometheus.MustNewConstMetric(usageCPU, prometheus.CounterValue, x.CPUSeconds, tenant)
+		ch <- prometheus.MustNewConstMetric(usageWall, prometheus.CounterValue, x.WallSeconds, tenant)
+		ch <- prometheus.MustNewConstMetric(usageBytes, prometheus.CounterValue, float64(x.BytesStored), tenant)
+		ch <- prometheus.MustNewConstMetric(usageLive, prometheus.GaugeValue, float64(x.LiveSandbox), tenant)
+		ch <- prometheus.MustNewConstMetric(usageActive, prometheus.GaugeValue, float64(x.Active), tenant)
+		ch <- prometheus.MustNewConstMetric(usageUploads, prometheus.GaugeValue, float64(x.UploadsToday), tenant)
 	}
 }

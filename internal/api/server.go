@@ -14,6 +14,8 @@ import (
 	"github.com/codeinterp/codeinterp/internal/service"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 )
 
 // Check is one dependency /readyz probes.
@@ -22,10 +24,16 @@ type Check struct {
 	Check func(ctx context.Context) error
 }
 
-// Limits bound request bodies.
+// Limits bound request bodies and long-lived requests.
 type Limits struct {
 	MaxRequestBytes int64 // a whole POST /v1/executions body
 	MaxUploadBytes  int64 // one POST /v1/files or PUT .../files/... body
+	// InflightBytes bounds the bodies being read at once; default 256 MiB.
+	InflightBytes int64
+	// Streams bounds the event streams and long-polls open at once; default 256.
+	Streams int
+	// TenantStreams is a tenant's share of Streams (0: no limit of its own).
+	TenantStreams func(tenant string) int
 }
 
 // Config wires a Server.
@@ -34,42 +42,59 @@ type Config struct {
 	Keys    *Keys
 	Limits  Limits
 	Ready   []Check
-	Logger  *slog.Logger
+	// Collectors are exported on /metrics beside the API's own.
+	Collectors []prometheus.Collector
+	Logger     *slog.Logger
 }
 
 // Server answers the HTTP API.
 type Server struct {
-	cfg Config
-	svc *service.Service
-	e   *echo.Echo
+	cfg     Config
+	svc     *service.Service
+	e       *echo.Echo
+	streams *streams
+	bodies  bodyBudget
+	routes  map[string]bool // registered paths: the only route labels of metrics
 }
 
 // New returns a Server with every route registered. It does no I/O.
 func New(cfg Config) *Server {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	s := &Server{cfg: cfg, svc: cfg.Service, e: echo.New()}
+	if cfg.Limits.TenantStreams == nil {
+		cfg.Limits.TenantStreams = func(string) int { return 0 }
+	}
+	s := &Server{cfg: cfg, svc: cfg.Service, e: echo.New(),
+		streams: newStreams(cmp.Or(cfg.Limits.Streams, 256), cfg.Limits.TenantStreams),
+		bodies:  bodyBudget{sem: semaphore.NewWeighted(max(cmp.Or(cfg.Limits.InflightBytes, 256<<20), cfg.Limits.MaxRequestBytes, cfg.Limits.MaxUploadBytes))},
+	}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(cfg.Logger)
-	e.Use(middleware.RequestID(), middleware.Recover(), metricsMiddleware())
+	e.Use(middleware.RequestID(), middleware.Recover(), s.metricsMiddleware())
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(metricsHandler()))
+	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
 	e.GET("/openapi.json", openapi)
 
 	v1 := e.Group("/v1", authenticate(cfg.Keys))
-	v1.POST("/executions", s.createExecution, bodyLimit(cfg.Limits.MaxRequestBytes))
+	req, up := cfg.Limits.MaxRequestBytes, cfg.Limits.MaxUploadBytes
+	v1.POST("/executions", s.createExecution, bodyLimit(req), s.budgeted(req))
 	v1.GET("/executions", s.listExecutions)
-	v1.GET("/executions/:id", s.getExecution)
+	v1.GET("/executions/:id", s.getExecution, s.longLived(false))
 	v1.POST("/executions/:id/cancel", s.cancelExecution)
-	v1.GET("/executions/:id/events", s.events)
+	v1.GET("/executions/:id/events", s.events, s.longLived(true))
 	v1.GET("/threads", s.listThreads)
 	v1.GET("/threads/:id", s.getThread)
-	v1.DELETE("/threads/:id", s.deleteThread)
-	v1.PUT("/threads/:id/files/*", s.putThreadFile, bodyLimit(cfg.Limits.MaxUploadBytes))
-	v1.GET("/threads/:id/files/*", s.getThreadFile)
-	v1.POST("/files", s.upload, bodyLimit(cfg.Limits.MaxUploadBytes))
+	v1.DELETE("/threads/:id", s.deleteThread, s.longLived(true))
+	v1.PUT("/threads/:id/files/*", s.putThreadFile, bodyLimit(up), s.budgeted(up))
+	v1.GET("/threads/:id/files/*", s.getThreadFile, s.longLived(true))
+	v1.POST("/files", s.upload, bodyLimit(up), s.budgeted(up))
+	v1.GET("/usage", s.usage)
+	s.routes = map[string]bool{}
+	for _, r := range e.Routes() {
+		s.routes[r.Path] = true
+	}
 	return s
 }
 

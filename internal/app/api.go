@@ -8,9 +8,11 @@ import (
 	"os"
 
 	"github.com/codeinterp/codeinterp/internal/api"
+	"github.com/codeinterp/codeinterp/internal/config"
 	"github.com/codeinterp/codeinterp/internal/service"
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // API is a wired HTTP API: its handler, and the subscription long-polls wait on.
@@ -18,6 +20,7 @@ type API struct {
 	Handler http.Handler
 	Service *service.Service
 	waiter  *records.Waiter
+	cfg     config.Config
 }
 
 // API builds the HTTP API and starts its end-of-execution subscription (waiting for
@@ -45,7 +48,7 @@ func (a *App) API(ctx context.Context) (*API, error) {
 		return nil, err
 	}
 	svc := service.New(service.Config{
-		Records: a.Records, Threads: a.Threads, Waiter: waiter, Queue: jobs.NewEnqueuer(a.Tasks), Store: a.Store,
+		Records: a.Records, Threads: a.Threads, Waiter: waiter, Queue: jobs.NewEnqueuer(a.Tasks), Store: a.Store, Quotas: a.Quotas,
 		WebhookTenants: tenantSet(hooks.Secrets), WebhookGuard: hooks.Guard, Logger: a.Logger,
 		Limits: service.Limits{
 			MaxUploadBytes: cfg.WorkspaceMB << 20, WorkspaceBytes: cfg.WorkspaceMB << 20,
@@ -53,10 +56,13 @@ func (a *App) API(ctx context.Context) (*API, error) {
 		},
 	})
 	srv := api.New(api.Config{
-		Service: svc, Keys: keys, Logger: a.Logger,
-		Limits: api.Limits{MaxRequestBytes: cfg.MaxRequestBytes, MaxUploadBytes: cfg.WorkspaceMB << 20},
+		Service: svc, Keys: keys, Logger: a.Logger, Collectors: []prometheus.Collector{a.redisMemory()},
+		Limits: api.Limits{
+			MaxRequestBytes: cfg.MaxRequestBytes, MaxUploadBytes: cfg.WorkspaceMB << 20, InflightBytes: cfg.InflightBytes,
+			Streams: cfg.StreamPool, TenantStreams: func(t string) int { return a.Quotas.Limits(t).Streams },
+		},
 		Ready: []api.Check{
-			{Name: "redis", Check: func(ctx context.Context) error { return a.Redis.Ping(ctx).Err() }},
+			{Name: "redis", Check: a.redisReady},
 			{Name: "storage", Check: a.Store.Ping},
 			{Name: "workers", Check: func(ctx context.Context) error {
 				live, err := a.Threads.Ready(ctx)
@@ -67,7 +73,19 @@ func (a *App) API(ctx context.Context) (*API, error) {
 			}},
 		},
 	})
-	return &API{Handler: srv, Service: svc, waiter: waiter}, nil
+	return &API{Handler: srv, Service: svc, waiter: waiter, cfg: cfg}, nil
+}
+
+// HTTPServer returns the API's HTTP server on addr, with the timeouts and header
+// limit of the configuration. Long-lived routes (event streams, long-polls) clear the
+// write timeout for themselves and keep their own deadlines.
+func (x *API) HTTPServer(addr string) *http.Server {
+	return &http.Server{
+		Addr: addr, Handler: x.Handler,
+		ReadHeaderTimeout: x.cfg.HTTPHeaderTimeout, ReadTimeout: x.cfg.HTTPReadTimeout,
+		WriteTimeout: x.cfg.HTTPWriteTimeout, IdleTimeout: x.cfg.HTTPIdleTimeout,
+		MaxHeaderBytes: x.cfg.HTTPHeaderBytes,
+	}
 }
 
 // Close ends the API's subscription.

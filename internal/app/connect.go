@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/codeinterp/codeinterp/internal/config"
+	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/jobs/webhook"
@@ -28,10 +29,12 @@ type App struct {
 	Config  config.Config
 	Logger  *slog.Logger
 	Redis   *redis.Client
+	Streams *redis.Client // blocking stream reads, on a pool of their own
 	Store   *storage.Store
 	Tasks   *asynq.Client // enqueues one-offs and webhook deliveries
 	Threads *threadq.Queue
 	Records *records.Store
+	Quotas  *quota.Counters
 }
 
 // Open connects to Redis and the artifact store and waits (up to a minute, as under
@@ -46,19 +49,29 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error
 	opts.PoolSize = max(opts.PoolSize, 64)
 	opts.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(opts)
+	sopts := *opts
+	sopts.PoolSize = cfg.StreamPool
+	streams := redis.NewClient(&sopts)
 	store, err := storage.New(cfg.Storage())
 	if err == nil {
 		err = WaitFor(ctx, "storage", store.Init)
 	}
 	if err != nil {
 		rdb.Close()
+		streams.Close()
 		return nil, err
 	}
-	a := &App{Config: cfg, Logger: log, Redis: rdb, Store: store, Tasks: asynq.NewClientFromRedisClient(rdb)}
+	a := &App{Config: cfg, Logger: log, Redis: rdb, Streams: streams, Store: store, Tasks: asynq.NewClientFromRedisClient(rdb)}
+	quotas, err := cfg.Quotas()
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Quotas = quota.NewCounters(rdb, quota.Config{Prefix: cfg.KeyPrefix, Table: quotas})
 	a.Threads = threadq.New(rdb, threadq.Config{Prefix: cfg.KeyPrefix, HeartbeatTTL: cfg.HeartbeatTTL})
 	a.Records = records.New(rdb, records.Config{
 		Prefix: cfg.KeyPrefix, TTL: cfg.Retention, Threads: a.Threads,
-		OnEnd: webhook.OnEnd(a.Tasks, log),
+		OnEnd: webhook.OnEnd(a.Tasks, log), Quotas: a.Quotas.Limits, Blocking: streams,
 	})
 	return a, nil
 }
@@ -66,5 +79,6 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error
 // Close closes what Open opened.
 func (a *App) Close() {
 	a.Tasks.Close()
+	a.Streams.Close()
 	a.Redis.Close()
 }

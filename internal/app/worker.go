@@ -38,6 +38,9 @@ func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
 		Runtime: rt, Limits: cfg.Limits(), WarmPool: cfg.WarmPool,
 		MaxSandboxes: cfg.MaxSandboxes, MaxPerTenant: cfg.MaxSandboxesPerTenant,
 		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, MaxLog: cfg.MaxLogBytes, Logger: a.Logger,
+		// Activity is refreshed while code runs, often enough that no idle pause
+		// lands during a long run.
+		ActiveEvery: min(10*time.Second, cfg.IdlePause/3),
 		Budgets: worker.Budgets{
 			MaxResults: cfg.MaxResults, MaxResultBytes: cfg.MaxResultBytes, StreamBytes: cfg.StreamBytes,
 			CollectBytes: cfg.CollectBytes, MaxRecordBytes: cfg.MaxRecordBytes,

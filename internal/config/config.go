@@ -53,7 +53,7 @@ type Config struct {
 	WorkerID              string `env:"WORKER_ID"`
 	WarmPool              int    `env:"WARM_POOL" envDefault:"2"`
 	MaxSandboxes          int    `env:"MAX_SANDBOXES" envDefault:"50"`
-	MaxSandboxesPerTenant int    `env:"MAX_SANDBOXES_PER_TENANT" envDefault:"10"`
+	MaxSandboxesPerTenant int    `env:"MAX_SANDBOXES_PER_TENANT" envDefault:"20"`
 
 	// Budgets of one execution (issue: no tenant can starve the others).
 	MaxResults     int   `env:"MAX_RESULTS" envDefault:"100"`           // rich results kept

@@ -72,6 +72,8 @@ type stackOptions struct {
 	warmPool        int
 	maxSandboxes    int
 	maxPerTenant    int
+	// env overrides CODEINTERP_* settings, e.g. a quota a test is about.
+	env map[string]string
 }
 
 // testWorker is one in-process worker.
@@ -115,6 +117,13 @@ func stackConfig(t *testing.T, redisURL string, st storage.Config, prefix string
 		"CODEINTERP_WORKER_CONCURRENCY": fmt.Sprint(cmp.Or(opt.concurrency, 4)), "CODEINTERP_WARM_POOL": fmt.Sprint(opt.warmPool),
 		"CODEINTERP_MAX_SANDBOXES": fmt.Sprint(opt.maxSandboxes), "CODEINTERP_MAX_SANDBOXES_PER_TENANT": fmt.Sprint(opt.maxPerTenant),
 		"CODEINTERP_SHUTDOWN_TIMEOUT": cmp.Or(opt.shutdownTimeout, time.Minute).String(),
+		// Tests that are not about quotas must not meet them: the hammer alone submits
+		// 400 executions in a burst.
+		"CODEINTERP_QUOTA_RATE": "100000", "CODEINTERP_QUOTA_BURST": "100000", "CODEINTERP_QUOTA_ACTIVE": "100000",
+		"CODEINTERP_QUOTA_THREAD_QUEUE": "100000", "CODEINTERP_QUOTA_STREAMS": "1000",
+	}
+	for k, v := range opt.env {
+		env[k] = v
 	}
 	l := opt.limits
 	if l.Memory > 0 {

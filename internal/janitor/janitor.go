@@ -1,11 +1,13 @@
 // Package janitor is the one place that reclaims resources: it asks owners to pause
 // idle thread sandboxes and to snapshot and remove long-idle ones, removes sandboxes
-// whose worker died (keeping a snapshot of a thread's workspace), and deletes
-// expired artifacts and index entries. Each sweep is idempotent, and several
-// janitors (one per host) may sweep at once.
+// whose worker died (keeping a snapshot of a thread's workspace), settles executions
+// that nothing would ever run or end, and deletes expired artifacts and index
+// entries. Each sweep is idempotent, and several janitors (one per host) may sweep at
+// once.
 //
-// It sees its host's sandboxes through sandbox.Host (injected), Redis through
-// jobs/records and jobs/threadq; it knows nothing of HTTP or of a runtime's client.
+// It sees its host's sandboxes through sandbox.Host and the one-off task queue through
+// Tasks (both injected), Redis through jobs/records and jobs/threadq; it knows nothing
+// of HTTP, of a runtime's client or of asynq.
 package janitor
 
 import (
@@ -36,12 +38,18 @@ type Config struct {
 	Threads   *threadq.Queue
 	Sandboxes sandbox.Host
 	Store     Storage
+	// Tasks is the one-off task queue, for the stuck sweep; nil: stuck one-offs are
+	// left alone (thread items are still settled).
+	Tasks     Tasks
 	ID        string        // this janitor's id, as an owner of threads it reclaims
 	IdlePause time.Duration // pause a thread's sandbox idle this long; default 60 s
 	IdleReap  time.Duration // snapshot and remove one idle this long; default 30 min
 	// OrphanAge is how old a sandbox of a dead worker must be before it is removed,
 	// so one being created is never taken for an orphan; default 1 min.
 	OrphanAge time.Duration
+	// StuckAfter is how long an execution may stay queued or running before the
+	// stuck sweep looks at it; default 10 min.
+	StuckAfter time.Duration
 	// ExpireEvery bounds how often the (costly) artifact and index expiry runs,
 	// across all janitors; default 1 h.
 	ExpireEvery time.Duration
@@ -57,6 +65,7 @@ func New(cfg Config) *Janitor {
 	cfg.IdlePause = cmp.Or(cfg.IdlePause, time.Minute)
 	cfg.IdleReap = cmp.Or(cfg.IdleReap, 30*time.Minute)
 	cfg.OrphanAge = cmp.Or(cfg.OrphanAge, time.Minute)
+	cfg.StuckAfter = cmp.Or(cfg.StuckAfter, 10*time.Minute)
 	cfg.ExpireEvery = cmp.Or(cfg.ExpireEvery, time.Hour)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
@@ -71,6 +80,9 @@ type Report struct {
 	ReapRequested    int // long-idle threads whose owner was asked to snapshot and remove it
 	OrphansRemoved   int // sandboxes of dead workers removed (blank, one-off or thread)
 	OrphansSaved     int // of those, threads whose workspace was snapshotted first
+	StuckRequeued    int // queued one-offs whose task was lost, queued again
+	StuckEnded       int // executions nothing would ever end, ended failed (WorkerLost)
+	ActiveDropped    int // ended or expired executions dropped from a tenant's active index
 	ArtifactsExpired int
 	EntriesExpired   int64
 }
@@ -99,6 +111,7 @@ func (j *Janitor) Sweep(ctx context.Context) Report {
 	}{
 		{"idle", j.sweepIdle},
 		{"orphans", j.sweepOrphans},
+		{"stuck", j.sweepStuck},
 		{"expiry", j.sweepExpired},
 	}
 	for _, s := range steps {
@@ -111,47 +124,66 @@ func (j *Janitor) Sweep(ctx context.Context) Report {
 	j.cfg.Logger.Info("janitor sweep done", "took", j.cfg.Now().Sub(start).Round(time.Millisecond),
 		"pause_requested", rep.PauseRequested, "reap_requested", rep.ReapRequested,
 		"orphans_removed", rep.OrphansRemoved, "orphans_snapshotted", rep.OrphansSaved,
+		"stuck_requeued", rep.StuckRequeued, "stuck_ended", rep.StuckEnded, "active_dropped", rep.ActiveDropped,
 		"artifacts_expired", rep.ArtifactsExpired, "entries_expired", rep.EntriesExpired)
 	return rep
 }
 
+// idlePage is how many idle threads sweepIdle reads at a time.
+const idlePage = 500
+
 // sweepIdle asks live owners to pause idle sandboxes and to reap long-idle ones. The
 // request is an item in the thread's queue, so it never lands during an execution.
+// It pages through every thread idle for IdlePause, however many it leaves alone.
 func (j *Janitor) sweepIdle(ctx context.Context, rep *Report) error {
 	now := j.cfg.Now()
-	idle, err := j.cfg.Records.ActiveSince(ctx, now.Add(-j.cfg.IdlePause), 1000)
+	for offset := int64(0); ; offset += idlePage {
+		idle, err := j.cfg.Records.ActiveSince(ctx, now.Add(-j.cfg.IdlePause), offset, idlePage)
+		if err != nil {
+			return err
+		}
+		for _, a := range idle {
+			if err := j.askIdle(ctx, a, now, rep); err != nil {
+				return err
+			}
+		}
+		if len(idle) < idlePage {
+			return nil
+		}
+	}
+}
+
+// askIdle asks the live owner of one idle thread to pause or reap its sandbox, if it
+// has one and no work waits.
+func (j *Janitor) askIdle(ctx context.Context, a records.Activity, now time.Time, rep *Report) error {
+	tk := a.Thread
+	st, err := j.cfg.Records.ThreadState(ctx, tk)
 	if err != nil {
 		return err
 	}
 	threads := j.cfg.Threads
-	for _, a := range idle {
-		tk := a.Thread
-		st, err := j.cfg.Records.ThreadState(ctx, tk)
-		if err != nil {
-			return err
-		}
-		owner, err := threads.OwnerAlive(ctx, tk)
-		if err != nil {
-			return err
-		}
-		if st == nil || owner == "" {
-			continue // no sandbox state, or an orphan: sweepOrphans handles those
-		}
-		if queued, err := threads.Queued(ctx, tk); err != nil || queued > 0 {
-			continue
-		}
-		var kind jobs.Kind
-		switch {
-		case (st.Sandbox == jobs.SandboxRunning || st.Sandbox == jobs.SandboxPaused) && now.Sub(a.LastActive) >= j.cfg.IdleReap:
-			kind, rep.ReapRequested = jobs.KindReap, rep.ReapRequested+1
-		case st.Sandbox == jobs.SandboxRunning:
-			kind, rep.PauseRequested = jobs.KindPause, rep.PauseRequested+1
-		default:
-			continue
-		}
-		if err := j.cfg.Records.EnqueueLifecycle(ctx, tk, kind); err != nil {
-			return fmt.Errorf("queue %s on %s: %w", kind, tk, err)
-		}
+	owner, err := threads.OwnerAlive(ctx, tk)
+	if err != nil {
+		return err
+	}
+	if st == nil || owner == "" {
+		return nil // no sandbox state, or an orphan: sweepOrphans handles those
+	}
+	// Work waiting, or an item running (however long): the thread is not idle.
+	if st, err := threads.State(ctx, tk); err != nil || len(st.Queued) > 0 || st.Inflight != "" {
+		return err
+	}
+	var kind jobs.Kind
+	switch {
+	case (st.Sandbox == jobs.SandboxRunning || st.Sandbox == jobs.SandboxPaused) && now.Sub(a.LastActive) >= j.cfg.IdleReap:
+		kind, rep.ReapRequested = jobs.KindReap, rep.ReapRequested+1
+	case st.Sandbox == jobs.SandboxRunning:
+		kind, rep.PauseRequested = jobs.KindPause, rep.PauseRequested+1
+	default:
+		return nil
+	}
+	if err := j.cfg.Records.EnqueueLifecycle(ctx, tk, kind); err != nil {
+		return fmt.Errorf("queue %s on %s: %w", kind, tk, err)
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ const (
 	idlePause    = time.Minute
 	idleReap     = 30 * time.Minute
 	orphanAge    = time.Minute
+	stuckAfter   = 10 * time.Minute
 	retention    = 48 * time.Hour
 )
 
@@ -128,11 +129,13 @@ func (s *fakeStore) deleteCalls() []deleteCall {
 type env struct {
 	t       *testing.T
 	ctx     context.Context
+	rdb     *redis.Client // for what older versions or crashes left (keys: see records' keys.go)
 	clock   *clock
 	threads *threadq.Queue
 	recs    *records.Store
 	fake    *sandboxtest.Fake
 	store   *fakeStore
+	tasks   *fakeTasks
 }
 
 func newEnv(t *testing.T) *env {
@@ -146,15 +149,16 @@ func newEnv(t *testing.T) *env {
 	fake := sandboxtest.NewFake()
 	fake.Now = clk.Now
 	return &env{
-		t: t, ctx: context.Background(), clock: clk, threads: threads, recs: recs, fake: fake,
+		t: t, ctx: context.Background(), rdb: rdb, clock: clk, threads: threads, recs: recs, fake: fake,
 		store: &fakeStore{puts: map[string]int{}, data: map[string][]byte{}},
+		tasks: &fakeTasks{pending: map[string]bool{}},
 	}
 }
 
 func (e *env) janitor(id string) *janitor.Janitor {
 	return janitor.New(janitor.Config{
-		Records: e.recs, Threads: e.threads, Sandboxes: e.fake, Store: e.store, ID: id,
-		IdlePause: idlePause, IdleReap: idleReap, OrphanAge: orphanAge, ExpireEvery: time.Hour,
+		Records: e.recs, Threads: e.threads, Sandboxes: e.fake, Store: e.store, Tasks: e.tasks, ID: id,
+		IdlePause: idlePause, IdleReap: idleReap, OrphanAge: orphanAge, StuckAfter: stuckAfter, ExpireEvery: time.Hour,
 		Logger: slog.New(slog.DiscardHandler), Now: e.clock.Now,
 	})
 }
@@ -446,6 +450,86 @@ func TestSweepIdleManyThreads(t *testing.T) {
 		if got := e.queuedKinds(tks[name]); !slices.Equal(got, kinds) {
 			t.Errorf("%s: queued kinds = %q, want %q", name, got, kinds)
 		}
+	}
+}
+
+// TestSweepIdleNotStarvedByReapedThreads pins that reaped threads do not hide idle
+// ones: a thread whose sandbox is gone leaves the activity set, so past any number of
+// them a running thread idle for IdlePause is still asked to pause.
+func TestSweepIdleNotStarvedByReapedThreads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	now := e.clock.Now()
+	for i := range 1000 {
+		tk := jobs.NewThreadKey("acme", fmt.Sprintf("reaped-%d", i))
+		e.markActive(tk, now.Add(-50*time.Minute))
+		e.setSandbox(tk, jobs.SandboxNone)
+	}
+	tk := jobs.NewThreadKey("acme", "idle")
+	e.beat("w1")
+	e.claim(tk, "w1")
+	e.markActive(tk, now.Add(-10*time.Minute))
+
+	rep := e.janitor("janitor-1").Sweep(e.ctx)
+	if rep.PauseRequested != 1 || !slices.Equal(e.queuedKinds(tk), []jobs.Kind{jobs.KindPause}) {
+		t.Errorf("pause requested = %d, queued %q: a running thread idle 10 min behind 1000 reaped ones was not asked to pause",
+			rep.PauseRequested, e.queuedKinds(tk))
+	}
+	if tks, err := e.recs.ActiveThreads(e.ctx); err != nil || len(tks) != 1 {
+		t.Errorf("activity set holds %d threads (%v), want only the one with a sandbox", len(tks), err)
+	}
+}
+
+// TestSweepIdleNotStarvedByIgnoredThreads pins that sweepIdle reads every idle
+// thread, page after page: threads it must leave alone (orphans, whose owner is gone,
+// stay in the activity set until reclaimed) never hide newer idle ones.
+func TestSweepIdleNotStarvedByIgnoredThreads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	now := e.clock.Now()
+	for i := range 1200 {
+		e.markActive(jobs.NewThreadKey("acme", fmt.Sprintf("orphan-%d", i)), now.Add(-50*time.Minute))
+	}
+	e.beat("w1")
+	tks := []jobs.ThreadKey{jobs.NewThreadKey("acme", "idle"), jobs.NewThreadKey("globex", "long-idle")}
+	for _, tk := range tks {
+		e.claim(tk, "w1")
+	}
+	e.markActive(tks[0], now.Add(-10*time.Minute))
+	e.markActive(tks[1], now.Add(-40*time.Minute))
+
+	rep := e.janitor("janitor-1").Sweep(e.ctx)
+	if rep.PauseRequested != 1 || rep.ReapRequested != 1 {
+		t.Errorf("pause/reap requested = %d/%d, want 1/1 past 1200 orphaned threads", rep.PauseRequested, rep.ReapRequested)
+	}
+	for tk, want := range map[jobs.ThreadKey][]jobs.Kind{tks[0]: {jobs.KindPause}, tks[1]: {jobs.KindReap}} {
+		if got := e.queuedKinds(tk); !slices.Equal(got, want) {
+			t.Errorf("%s: queued %q, want %q", tk, got, want)
+		}
+	}
+}
+
+// TestReapedThreadReclaimedAfterReuse pins that a reaped thread that is used again is
+// back in the activity set, so the orphan sweep still finds its new sandbox when the
+// worker dies.
+func TestReapedThreadReclaimedAfterReuse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tk := jobs.NewThreadKey("acme", "t1")
+	e.liveThread(tk, "w-dead")
+	e.setSandbox(tk, jobs.SandboxNone) // reaped
+	if tks, _ := e.recs.ActiveThreads(e.ctx); slices.Contains(tks, tk) {
+		t.Fatal("a reaped thread stayed in the activity set")
+	}
+	// Used again: the owner marks it active, then makes a sandbox; then it dies.
+	e.markActive(tk, e.clock.Now())
+	e.threadSandbox(tk, "w-dead")
+	e.clock.Advance(orphanAge + heartbeatTTL)
+
+	rep := e.janitor("janitor-1").Sweep(e.ctx)
+	if rep.OrphansSaved != 1 || rep.OrphansRemoved != 1 || e.exists(e.threadName(tk)) {
+		t.Errorf("orphans saved/removed = %d/%d (sandbox left: %v), want the reused thread's reclaimed with a snapshot",
+			rep.OrphansSaved, rep.OrphansRemoved, e.exists(e.threadName(tk)))
 	}
 }
 

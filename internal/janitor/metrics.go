@@ -31,6 +31,9 @@ func record(r Report) {
 	actions.WithLabelValues("reap_requested").Add(float64(r.ReapRequested))
 	actions.WithLabelValues("orphan_removed").Add(float64(r.OrphansRemoved))
 	actions.WithLabelValues("orphan_snapshotted").Add(float64(r.OrphansSaved))
+	actions.WithLabelValues("stuck_requeued").Add(float64(r.StuckRequeued))
+	actions.WithLabelValues("stuck_ended").Add(float64(r.StuckEnded))
+	actions.WithLabelValues("active_dropped").Add(float64(r.ActiveDropped))
 	actions.WithLabelValues("artifact_expired").Add(float64(r.ArtifactsExpired))
 	actions.WithLabelValues("entry_expired").Add(float64(r.EntriesExpired))
 }

@@ -1,6 +1,11 @@
 package service
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/codeinterp/codeinterp/jobs/quota"
+)
 
 // Code classifies a failure the client caused (or may retry).
 type Code string
@@ -12,6 +17,7 @@ const (
 	CodeNotFound    Code = "not_found"
 	CodeConflict    Code = "conflict"
 	CodeUnavailable Code = "unavailable"
+	CodeQuota       Code = "quota_exceeded"
 )
 
 // Error is a failure of a request, not of the service: a bad field, a missing
@@ -43,6 +49,31 @@ func TooLarge(field, format string, args ...any) *Error {
 // NotFound reports that what names the tenant's resource that does not exist.
 func NotFound(what string) *Error {
 	return &Error{Code: CodeNotFound, Message: what + " not found"}
+}
+
+// QuotaExceeded reports a tenant's quota the request would pass; field names the
+// request field that counts against it, if any.
+func QuotaExceeded(e *quota.Exceeded, field string) *Error {
+	return &Error{Code: CodeQuota, Field: field, RetryAfter: max(e.RetryAfter, 1),
+		Message: fmt.Sprintf("the tenant's %s quota (%g) is used up; retry after %d s", quotaNames[e.Quota], e.Limit, max(e.RetryAfter, 1))}
+}
+
+// quotaNames says what each quota counts, for error messages.
+var quotaNames = map[string]string{
+	"rate":             "submissions-per-second",
+	"active":           "queued-or-running executions",
+	"thread_queue":     "executions-queued-on-one-thread",
+	"streams":          "open event streams and long-polls",
+	"upload_bytes_day": "upload bytes per day",
+}
+
+// asQuota turns a *quota.Exceeded into an *Error with field; other errors pass.
+func asQuota(err error, field string) error {
+	var e *quota.Exceeded
+	if errors.As(err, &e) {
+		return QuotaExceeded(e, field)
+	}
+	return err
 }
 
 // Unavailable reports a request that cannot be served now; the client may retry.

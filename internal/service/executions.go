@@ -73,7 +73,9 @@ type ListRequest struct {
 }
 
 // List returns a page of the tenant's executions, newest first, and the cursor of
-// the next page ("" at the end).
+// the next page ("" at the end). Items are summaries with bounded output, errors and
+// files (see [records.Store.List]); a client GETs one execution for all of it. With a
+// status filter a page may come back short, even empty, with a cursor to go on from.
 func (s *Service) List(ctx context.Context, tenant string, req ListRequest) ([]*jobs.Execution, string, error) {
 	if req.Thread != "" {
 		if err := ValidThread("thread_id", req.Thread); err != nil {

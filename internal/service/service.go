@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/jobs/webhook"
@@ -30,6 +31,7 @@ type Storage interface {
 	Stat(ctx context.Context, key string) (storage.Object, error)
 	PresignGet(ctx context.Context, key, filename string) (string, time.Time, error)
 	Retention() time.Duration
+	DeletePrefix(ctx context.Context, prefix string) (int, error)
 }
 
 // Queue is what submitting needs of the task queue; *jobs.Enqueuer provides it.
@@ -52,7 +54,9 @@ type Config struct {
 	Waiter  *records.Waiter
 	Queue   Queue
 	Store   Storage
-	Limits  Limits
+	// Quotas enforces the per-tenant quotas shared across API replicas.
+	Quotas *quota.Counters
+	Limits Limits
 	// Webhooks: the tenants that may use them (those with a signing secret) and the
 	// addresses they may target.
 	WebhookTenants map[string]bool

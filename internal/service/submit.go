@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
 	"github.com/codeinterp/codeinterp/storage"
 )
@@ -55,9 +56,19 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if len(idem.Key) > MaxIdempotencyKey {
 		return nil, Invalid("Idempotency-Key", "is longer than %d characters", MaxIdempotencyKey)
 	}
+	if err := s.cfg.Quotas.Submit(ctx, tenant); err != nil {
+		return nil, asQuota(err, "")
+	}
 	files, err := req.validate(s.cfg.Limits)
 	if err != nil {
 		return nil, err
+	}
+	var inline int64
+	for _, f := range files {
+		inline += int64(len(f.data))
+	}
+	if err := s.cfg.Quotas.Upload(ctx, tenant, inline); err != nil {
+		return nil, asQuota(err, "files")
 	}
 	if err := s.checkWebhook(tenant, req.WebhookURL); err != nil {
 		return nil, err
@@ -74,9 +85,14 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 		return nil, err
 	}
 	created, err := s.cfg.Records.Create(ctx, ex, idem.Key, idem.Hash)
+	var over *quota.Exceeded
 	switch { // not created: lost a race with the same Idempotency-Key
 	case errors.Is(err, records.ErrIdempotencyMismatch):
 		return s.replay(ctx, tenant, created.ID, false)
+	case errors.As(err, &over) && over.Quota == "thread_queue":
+		return nil, QuotaExceeded(over, "thread_id")
+	case errors.As(err, &over):
+		return nil, QuotaExceeded(over, "")
 	case err != nil:
 		return nil, err
 	case !created.Created:

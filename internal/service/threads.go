@@ -104,9 +104,12 @@ func (s *Service) PutFile(ctx context.Context, tenant, id, path string, body io.
 	if err != nil {
 		return "", storage.Object{}, Invalid("path", "%v", err)
 	}
+	if err := s.cfg.Quotas.Submit(ctx, tenant); err != nil {
+		return "", storage.Object{}, asQuota(err, "")
+	}
 	op := &jobs.Execution{ID: jobs.NewOpID(), Kind: jobs.KindPutFile, Tenant: tenant, ThreadID: id, Status: jobs.Queued, CreatedAt: s.cfg.Now().UTC()}
 	key := jobs.InputKey(op, name)
-	obj, err := s.cfg.Store.Put(ctx, key, body, size, "")
+	obj, err := s.storeCounted(ctx, tenant, key, body, size)
 	if err != nil {
 		return "", storage.Object{}, err
 	}

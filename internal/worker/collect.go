@@ -12,19 +12,33 @@ import (
 )
 
 // collect stores the files the run created or changed, and the full stdout/stderr
-// when the inline copies were cut, and lists them on ex.
-func (r *Runner) collect(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execution, outputs []string, stdout, stderr *spool) error {
+// when the inline copies were cut, and lists them on ex. An output file larger than
+// the workspace (only a sparse file can be) is skipped, and so is every file past
+// Budgets.CollectBytes in all; ex.Notes says which.
+func (r *Runner) collect(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execution, out sandbox.Outcome, stdout, stderr *spool) error {
 	ex.Files = ex.Files[:0]
-	for _, name := range outputs {
-		f, err := r.storeOutput(ctx, sb, ex, name)
-		if errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) {
-			continue // gone or replaced by a link since the run reported it
+	// The kernel's listing tells sizes before a file is opened; it is untrusted, so
+	// the size read with the file is checked again.
+	listed := map[string]int64{}
+	for _, f := range out.Workspace {
+		listed[f.Name] = f.Size
+	}
+	c := collection{workspace: r.limits().Workspace, left: r.cfg.Budgets.CollectBytes}
+	for _, name := range out.Outputs {
+		if size, ok := listed[name]; ok && !c.fits(name, size) {
+			continue
+		}
+		f, err := r.storeOutput(ctx, sb, ex, name, c.fits)
+		if errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, errSkipped) {
+			continue // gone or replaced by a link since the run reported it, or too big
 		}
 		if err != nil {
 			return err
 		}
+		c.left -= f.Size
 		ex.Files = append(ex.Files, f)
 	}
+	ex.Notes = append(ex.Notes, c.notes()...)
 	for _, log := range []struct {
 		name      string
 		truncated bool
@@ -42,12 +56,49 @@ func (r *Runner) collect(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execu
 	return nil
 }
 
+// maxSkipNotes bounds the notes about skipped output files; one more sums up the rest.
+const maxSkipNotes = 10
+
+// collection is what one run's output collection may still store, and what it skipped.
+type collection struct {
+	workspace, left int64
+	skipped         []string // a note per skipped file
+}
+
+// fits reports whether an output file of size bytes may be stored, noting why not.
+func (c *collection) fits(name string, size int64) bool {
+	switch {
+	case size > c.workspace:
+		c.skipped = append(c.skipped, fmt.Sprintf("%s skipped: %d bytes, over the %d-byte workspace", name, size, c.workspace))
+	case size > c.left:
+		c.skipped = append(c.skipped, fmt.Sprintf("%s skipped: %d bytes, over the %d bytes left of what one run may collect", name, size, max(c.left, 0)))
+	default:
+		return true
+	}
+	return false
+}
+
+func (c *collection) notes() []string {
+	if len(c.skipped) <= maxSkipNotes {
+		return c.skipped
+	}
+	return append(c.skipped[:maxSkipNotes:maxSkipNotes], fmt.Sprintf("%d more output files skipped", len(c.skipped)-maxSkipNotes))
+}
+
 // opener opens an artifact's body afresh for each attempt to store it.
 type opener func() (io.ReadCloser, int64, error)
 
-func (r *Runner) storeOutput(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execution, name string) (jobs.File, error) {
+// errSkipped means a file was not stored because fits refused its size.
+var errSkipped = errors.New("file skipped")
+
+// storeOutput stores a workspace file, unless fits refuses its size.
+func (r *Runner) storeOutput(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execution, name string, fits func(name string, size int64) bool) (jobs.File, error) {
 	return r.store(ctx, ex, name, func() (io.ReadCloser, int64, error) {
 		rc, info, err := sb.OpenFile(ctx, name)
+		if err == nil && !fits(name, info.Size) {
+			rc.Close()
+			return nil, 0, errSkipped
+		}
 		return rc, info.Size, err
 	})
 }
@@ -68,7 +119,7 @@ func (r *Runner) store(ctx context.Context, ex *jobs.Execution, name string, ope
 		if f, err = r.storeOnce(ctx, ex, name, open); err == nil {
 			return f, nil
 		}
-		if errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) {
+		if errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, errSkipped) {
 			return jobs.File{}, err
 		}
 	}

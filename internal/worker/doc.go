@@ -5,7 +5,9 @@
 //
 // Files are cut by concern: runner.go (configuration), loops.go (start, stop,
 // heartbeat, wake-ups and offers), serve.go (a thread's serve loop), oneoff.go,
-// execute.go (one run, its record and events), collect.go (outputs to storage),
+// execute.go (one run), stream.go (its events, within their byte budget), finish.go
+// (its end, saved with retries, and usage), record.go (a record cut to its size
+// limit), collect.go (outputs to storage, within their budget), spool.go,
 // threadops.go (file and delete operations), lifecycle.go (pause, reap, snapshot),
 // sandboxes.go (getting a thread its sandbox), capacity.go (sandbox caps), pool.go
 // (the warm pool), cancel.go.

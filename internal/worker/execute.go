@@ -34,19 +34,27 @@ func (r *Runner) execute(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execu
 	stdout, stderr := newSpool(int64(r.limits().Output), r.cfg.MaxLog), newSpool(int64(r.limits().Output), r.cfg.MaxLog)
 	defer stdout.close()
 	defer stderr.close()
+	b := r.cfg.Budgets
+	events := r.newStream(ctx, ex)
+	// The runtime keeps results within the request's bounds; so does the worker, whatever
+	// the runtime does.
+	results := sandbox.NewResultBudget(b.MaxResults, b.MaxResultBytes)
 	out, err := sb.Run(ctx, sandbox.Request{
 		ID: ex.ID, Language: ex.Language, Code: ex.Code, Env: ex.Env,
-		Timeout: time.Duration(ex.TimeoutMS) * time.Millisecond,
+		Timeout:    time.Duration(ex.TimeoutMS) * time.Millisecond,
+		MaxResults: b.MaxResults, MaxResultBytes: b.MaxResultBytes,
 	}, func(ev sandbox.Event) {
 		switch ev.Kind {
 		case sandbox.Stdout:
 			stdout.write(ev.Text)
-			r.publish(ctx, ex, jobs.EventStdout, map[string]string{"text": ev.Text})
+			events.text(jobs.EventStdout, ev.Text)
 		case sandbox.Stderr:
 			stderr.write(ev.Text)
-			r.publish(ctx, ex, jobs.EventStderr, map[string]string{"text": ev.Text})
+			events.text(jobs.EventStderr, ev.Text)
 		case sandbox.Result:
-			r.publish(ctx, ex, jobs.EventResult, ev.Rich)
+			if results.Admit(ev.Rich) {
+				events.result(ev.Rich)
+			}
 		}
 	})
 	// A canceled run was canceled by its user, unless the worker is stopping (or the
@@ -61,13 +69,22 @@ func (r *Runner) execute(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execu
 	}
 	ex.Stdout, ex.Stderr = out.Stdout, out.Stderr
 	ex.StdoutTruncated, ex.StderrTruncated = out.StdoutTruncated, out.StderrTruncated
-	ex.Results, ex.ExitCode = out.Results, &out.ExitCode
+	ex.Results, ex.ResultsTruncated = keepResults(out.Results, b)
+	ex.ResultsTruncated = ex.ResultsTruncated || out.ResultsTruncated
+	ex.ExitCode = &out.ExitCode
+	if out.CPUSeconds > 0 {
+		ms := int64(out.CPUSeconds * 1000)
+		ex.CPUMS = &ms
+	}
 	ex.Sandbox.KernelRestarted = ex.Sandbox.KernelRestarted || out.KernelRestarted
 	status, failure := jobs.Status(out.Status), out.Error
 	if workerStopped && out.Status == sandbox.Canceled {
 		status, failure = jobs.Failed, jobs.ErrWorkerStopped.With("the worker stopped while the code ran; the code was interrupted and will not be run again")
 	}
-	if err := r.collect(ctx, sb, ex, out.Outputs, stdout, stderr); err != nil {
+	// Fit the record before collecting: inline output cut to fit is then stored whole
+	// as a log, like output cut at the inline cap. Room is left for the files' list.
+	fitRecord(ex, b.MaxRecordBytes-min(b.MaxRecordBytes/4, recordReserve))
+	if err := r.collect(ctx, sb, ex, out, stdout, stderr); err != nil {
 		status, failure = jobs.Failed, sandboxError(err)
 	}
 	for _, f := range ex.Files {
@@ -104,26 +121,18 @@ func (r *Runner) publish(ctx context.Context, ex *jobs.Execution, typ jobs.Event
 	}
 }
 
-// finish records the end of ex. A record that already ended is left alone.
-func (r *Runner) finish(ctx context.Context, ex *jobs.Execution, status jobs.Status, failure *sandbox.Error) error {
-	now := r.cfg.Now()
-	ex.Status, ex.Error, ex.FinishedAt = status, failure, &now
-	if ex.StartedAt != nil {
-		d := now.Sub(*ex.StartedAt).Milliseconds()
-		ex.DurationMS = &d
-	}
-	ok, found, err := r.cfg.Records.Transition(ctx, ex, jobs.Queued, jobs.Running)
-	if err != nil {
-		r.cfg.Logger.Error("record execution outcome", "execution", ex.ID, "err", err)
-		return err
-	}
-	if !ok {
-		r.cfg.Logger.Info("execution already ended", "execution", ex.ID, "status", found)
-	}
-	return nil
-}
-
 // sandboxError is how a failure of the service itself shows on an execution.
 func sandboxError(err error) *sandbox.Error {
 	return jobs.ErrSandboxError.With(err.Error())
+}
+
+// keepResults returns the results within the budgets, and whether any were dropped.
+func keepResults(rs []sandbox.Rich, b Budgets) ([]sandbox.Rich, bool) {
+	budget := sandbox.NewResultBudget(b.MaxResults, b.MaxResultBytes)
+	for i, r := range rs {
+		if !budget.Admit(r) {
+			return rs[:i], true
+		}
+	}
+	return rs, false
 }

@@ -46,8 +46,12 @@ type Config struct {
 	// Linger is how long a blocking wait (for wake-ups and offers) lasts before it is
 	// renewed; default 30 s.
 	Linger time.Duration
-	Logger *slog.Logger
-	Now    func() time.Time
+	// ActiveEvery is how often a thread's activity is refreshed while one of its
+	// items runs, so the janitor never takes a long run for idleness; default 10 s.
+	// Keep it well under the janitor's idle pause time.
+	ActiveEvery time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Runner runs executions on a worker: one-off ones as asynq tasks ([jobs.TypeRun]),
@@ -79,6 +83,8 @@ func NewRunner(cfg Config) *Runner {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	cfg.Linger = cmp.Or(cfg.Linger, 30*time.Second)
 	cfg.Beat = cmp.Or(cfg.Beat, cfg.Threads.HeartbeatTTL()/3)
+	cfg.ActiveEvery = cmp.Or(cfg.ActiveEvery, 10*time.Second)
+	cfg.Budgets = cfg.Budgets.withDefaults(cfg.Limits.WithDefaults())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -90,3 +96,14 @@ func NewRunner(cfg Config) *Runner {
 }
 
 func (r *Runner) limits() sandbox.Limits { return r.cfg.Limits.WithDefaults() }
+
+// withDefaults fills the zero fields of b, some of which follow the sandbox limits l.
+func (b Budgets) withDefaults(l sandbox.Limits) Budgets {
+	return Budgets{
+		MaxResults:     cmp.Or(b.MaxResults, 100),
+		MaxResultBytes: cmp.Or(b.MaxResultBytes, 4<<20),
+		StreamBytes:    cmp.Or(b.StreamBytes, 2*int64(l.Output)),
+		CollectBytes:   cmp.Or(b.CollectBytes, l.Workspace),
+		MaxRecordBytes: cmp.Or(b.MaxRecordBytes, 16<<20),
+	}
+}

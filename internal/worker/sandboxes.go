@@ -7,6 +7,7 @@ import (
 
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/sandbox"
+	"github.com/codeinterp/codeinterp/storage"
 )
 
 // threadSandbox returns the thread's sandbox, in this order: the warm one this worker
@@ -83,13 +84,23 @@ func (r *Runner) newThreadSandbox(ctx context.Context, spec sandbox.Spec) (sandb
 	return sb, err
 }
 
-// restoreSnapshot fills a new sandbox with the thread's last snapshot, if any.
+// expiredNote tells an execution that its thread's workspace did not come back.
+const expiredNote = "the thread's saved workspace had expired; it starts empty"
+
+// restoreSnapshot fills a new sandbox with the thread's last snapshot, if any. A
+// snapshot gone from storage (expired) leaves the workspace empty, and the thread's
+// next execution is told so: the thread goes on rather than failing every run.
 func (r *Runner) restoreSnapshot(ctx context.Context, th *thread, sb sandbox.Sandbox) (bool, error) {
 	st, err := r.cfg.Records.ThreadState(ctx, th.key)
 	if err != nil || st == nil || !st.Snapshot {
 		return false, err
 	}
 	rc, _, err := r.cfg.Artifacts.Open(ctx, jobs.SnapshotKey(th.key))
+	if errors.Is(err, storage.ErrNotFound) {
+		r.cfg.Logger.Info("thread snapshot expired; starting with an empty workspace", "thread", th.key)
+		th.notes = append(th.notes, expiredNote)
+		return true, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("open snapshot of thread %s: %w", th.id, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/records"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/sandbox"
 )
@@ -19,6 +20,7 @@ type thread struct {
 	woken      bool            // woken since the runner last looked at the queue
 	dirty      bool            // the workspace may have changed since the last snapshot
 	lastUsed   time.Time       // for choosing what to evict under a cap
+	notes      []string        // for the thread's next execution (its runner's only)
 }
 
 // serve makes sure a runner serves thread tk; inflight is an item a previous owner
@@ -117,6 +119,9 @@ func (r *Runner) releaseSlot() {
 // started, it failed; if not, it runs now, still first in line.
 func (r *Runner) recoverInflight(ctx context.Context, th *thread, id string) {
 	ex, err := r.cfg.Records.Get(ctx, "", id)
+	for attempt := 1; err != nil && !errors.Is(err, records.ErrNotFound) && attempt < 5 && r.pause(ctx, time.Duration(attempt)*time.Second); attempt++ {
+		ex, err = r.cfg.Records.Get(ctx, "", id)
+	}
 	if err != nil {
 		r.cfg.Logger.Warn("load in-flight item", "id", id, "err", err)
 		return
@@ -131,11 +136,20 @@ func (r *Runner) recoverInflight(ctx context.Context, th *thread, id string) {
 }
 
 // runItem runs one queued item of a thread. Items that are no longer queued (a
-// canceled execution) are skipped.
+// canceled execution) are skipped. An item whose record cannot be read goes back to
+// the head of the queue, to be taken again after a pause.
 func (r *Runner) runItem(ctx context.Context, th *thread, id string) {
 	ex, err := r.cfg.Records.Get(ctx, "", id)
+	if errors.Is(err, records.ErrNotFound) {
+		r.cfg.Logger.Warn("thread item has no record; skipping it", "id", id)
+		return
+	}
 	if err != nil {
-		r.cfg.Logger.Warn("load thread item", "id", id, "err", err)
+		r.cfg.Logger.Warn("load thread item; it goes back to the head of the queue", "id", id, "err", err)
+		if err := r.queue.Requeue(ctx, th.key, r.cfg.Worker, id); err != nil {
+			r.cfg.Logger.Error("requeue thread item", "id", id, "err", err)
+		}
+		r.pause(ctx, time.Second)
 		return
 	}
 	if ex.Status != jobs.Queued || ex.Tenant != th.tenant || ex.ThreadID != th.id {
@@ -149,7 +163,13 @@ func (r *Runner) runItem(ctx context.Context, th *thread, id string) {
 	}
 	switch ex.Kind {
 	case jobs.KindExecution, jobs.KindPutFile, jobs.KindGetFile:
+		// The idle clock runs from the end of the thread's last item, not its start.
 		r.markActive(ctx, th)
+		stop := r.keepActive(ctx, th)
+		defer func() {
+			stop()
+			r.markActive(ctx, th)
+		}()
 	}
 	switch ex.Kind {
 	case jobs.KindExecution:
@@ -171,6 +191,7 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *jobs.Ex
 		return
 	}
 	ex.Sandbox = info
+	ex.Notes, th.notes = append(ex.Notes, th.notes...), nil
 	r.mu.Lock() // leastRecentlyUsed reads other threads' lastUsed under r.mu
 	th.dirty, th.lastUsed = true, r.cfg.Now()
 	r.mu.Unlock()
@@ -191,5 +212,30 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *jobs.Ex
 		r.mu.Lock()
 		th.sb = nil
 		r.mu.Unlock()
+	}
+}
+
+// keepActive refreshes the thread's activity every ActiveEvery until the returned
+// function is called, so a run longer than the janitor's idle time is not taken for
+// idleness. The returned function waits for the refreshing to stop.
+func (r *Runner) keepActive(ctx context.Context, th *thread) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(r.cfg.ActiveEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				r.markActive(ctx, th)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }

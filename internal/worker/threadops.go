@@ -63,9 +63,16 @@ func (r *Runner) getFileOp(ctx context.Context, th *thread, op *jobs.Execution) 
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.storeOutput(ctx, sb, op, op.Path)
+	// Only a sparse file can be larger than the workspace; copying it would cost its
+	// whole size.
+	var size int64
+	ws := r.limits().Workspace
+	f, err := r.storeOutput(ctx, sb, op, op.Path, func(_ string, n int64) bool { size = n; return n <= ws })
 	if errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, sandbox.ErrBadPath) {
 		return jobs.ErrFileNotFound.With("no regular file " + op.Path + " in the thread's workspace"), nil
+	}
+	if errors.Is(err, errSkipped) {
+		return jobs.ErrSandboxError.With(fmt.Sprintf("%s is %d bytes, over the %d-byte workspace: not copied", op.Path, size, ws)), nil
 	}
 	if err != nil {
 		return nil, err

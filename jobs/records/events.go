@@ -37,8 +37,10 @@ func (s *Store) Publish(ctx context.Context, id string, typ jobs.EventType, data
 
 // Events returns the events of execution id after the entry after ("0" from the
 // start), waiting up to block for the first one. It returns none when block passes.
+// A blocking read holds a connection of the store's Blocking pool, so open streams
+// cannot starve other requests of connections.
 func (s *Store) Events(ctx context.Context, id, after string, block time.Duration) ([]jobs.Event, error) {
-	res, err := s.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{s.eventsKey(id), after}, Count: 500, Block: block}).Result()
+	res, err := s.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{s.eventsKey(id), after}, Count: 500, Block: block}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}

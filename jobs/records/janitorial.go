@@ -21,11 +21,14 @@ type Activity struct {
 	LastActive time.Time
 }
 
-// ActiveSince returns (up to limit of) the threads last active before cutoff, oldest
-// first.
-func (s *Store) ActiveSince(ctx context.Context, cutoff time.Time, limit int64) ([]Activity, error) {
+// ActiveSince returns a page of the threads last active before cutoff, oldest first:
+// up to limit of them, after skipping the first offset. The janitor pages through all
+// of them (offset += limit until a page comes back short). A thread that becomes
+// active meanwhile leaves the range and shifts the rest by one, so one may be missed
+// until the next sweep, never for good.
+func (s *Store) ActiveSince(ctx context.Context, cutoff time.Time, offset, limit int64) ([]Activity, error) {
 	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, s.activeKey(), &redis.ZRangeBy{
-		Min: "-inf", Max: strconv.FormatInt(cutoff.UnixMilli(), 10), Count: limit,
+		Min: "-inf", Max: strconv.FormatInt(cutoff.UnixMilli(), 10), Offset: offset, Count: limit,
 	}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list idle threads: %w", err)
@@ -37,7 +40,9 @@ func (s *Store) ActiveSince(ctx context.Context, cutoff time.Time, limit int64) 
 	return out, nil
 }
 
-// ActiveThreads returns every thread that has been active within the retention.
+// ActiveThreads returns every thread that has been active within the retention and
+// may have a sandbox: a thread whose sandbox is gone (reaped, reclaimed) leaves the
+// set until it is used again.
 func (s *Store) ActiveThreads(ctx context.Context) ([]jobs.ThreadKey, error) {
 	tks, err := s.rdb.ZRange(ctx, s.activeKey(), 0, -1).Result()
 	if err != nil {

@@ -3,6 +3,7 @@ package records
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 
 	"github.com/codeinterp/codeinterp/jobs"
 )
@@ -57,4 +58,14 @@ func (s *Store) indexPatterns() []string { return []string{s.prefix + "ten:*:ex"
 func (s *Store) activePattern() string { return s.prefix + "ten:*:active" }
 func (s *Store) scoredPatterns() []string {
 	return []string{s.prefix + "live:*", s.prefix + "ten:*:threads"}
+}
+
+// activeTenant returns the tenant whose active index key is.
+func (s *Store) activeTenant(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, s.prefix+"ten:")
+	if !ok {
+		return "", false
+	}
+	tenant, ok := strings.CutSuffix(rest, ":active")
+	return tenant, ok && tenant != ""
 }

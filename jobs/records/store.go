@@ -32,6 +32,9 @@ type Config struct {
 	// OnEnd, if set, is called after a record reaches a terminal status (once: only
 	// the transition that ends it calls it). It queues the webhook delivery.
 	OnEnd func(ctx context.Context, ex *jobs.Execution)
+	// Blocking, if set, is the client of blocking stream reads (Events), with a pool
+	// of its own; default the main client.
+	Blocking redis.UniversalClient
 	// Quotas, if set, bounds each tenant's active executions and thread queues.
 	Quotas func(tenant string) quota.Limits
 	Now    func() time.Time
@@ -40,6 +43,7 @@ type Config struct {
 // Store keeps execution records in Redis.
 type Store struct {
 	rdb        redis.UniversalClient
+	blocking   redis.UniversalClient
 	prefix     string
 	ttl        time.Duration // how long records live; artifacts live as long
 	idempotent time.Duration // how long an Idempotency-Key is remembered
@@ -53,9 +57,12 @@ type Store struct {
 func New(rdb redis.UniversalClient, cfg Config) *Store {
 	ttl := cmp.Or(cfg.TTL, 7*24*time.Hour)
 	s := &Store{
-		rdb: rdb, prefix: cmp.Or(cfg.Prefix, "ci:"), ttl: ttl,
+		rdb: rdb, blocking: cfg.Blocking, prefix: cmp.Or(cfg.Prefix, "ci:"), ttl: ttl,
 		idempotent: max(24*time.Hour, min(ttl, 7*24*time.Hour)),
 		threads:    cfg.Threads, onEnd: cfg.OnEnd, quotas: cfg.Quotas, now: cfg.Now,
+	}
+	if s.blocking == nil {
+		s.blocking = rdb
 	}
 	if s.quotas == nil {
 		s.quotas = func(string) quota.Limits { return quota.Limits{} }

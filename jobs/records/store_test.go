@@ -18,10 +18,18 @@ import (
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 func newRecords(t *testing.T) *records.Store {
+	r, _ := newStore(t)
+	return r
+}
+
+// newStore returns a store over its own Redis database, under the key prefix "t:",
+// and the client, for tests that write what older versions left (see keys.go).
+func newStore(t *testing.T) (*records.Store, *redis.Client) {
+	t.Helper()
 	addr, db := testenv.RedisDB(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db})
 	t.Cleanup(func() { rdb.Close() })
-	return records.New(rdb, records.Config{Prefix: "t:", TTL: time.Hour, Threads: threadq.New(rdb, threadq.Config{Prefix: "t:"})})
+	return records.New(rdb, records.Config{Prefix: "t:", TTL: time.Hour, Threads: threadq.New(rdb, threadq.Config{Prefix: "t:"})}), rdb
 }
 
 func TestRecordsCreateAndIdempotency(t *testing.T) {

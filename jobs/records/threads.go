@@ -69,7 +69,9 @@ func (s *Store) SnapshotSaved(ctx context.Context, tk jobs.ThreadKey, now time.T
 }
 
 // SetThreadSandbox records the state of a thread's sandbox; with snapshot, also that a
-// snapshot is stored. A thread whose sandbox is gone leaves the tenant's live set.
+// snapshot is stored. A thread whose sandbox is gone leaves the tenant's live set and
+// the janitor's activity set (there is nothing left to pause or reap; MarkActive puts
+// it back on its next use), so reaped threads never pile up in the janitor's way.
 func (s *Store) SetThreadSandbox(ctx context.Context, tk jobs.ThreadKey, state jobs.SandboxState, snapshot bool) error {
 	fields := []any{"sandbox", string(state)}
 	if snapshot {
@@ -80,6 +82,7 @@ func (s *Store) SetThreadSandbox(ctx context.Context, tk jobs.ThreadKey, state j
 		if state == jobs.SandboxNone {
 			tenant, _ := tk.Split()
 			p.ZRem(ctx, s.liveKey(tenant), string(tk))
+			p.ZRem(ctx, s.activeKey(), string(tk))
 		}
 	})
 }

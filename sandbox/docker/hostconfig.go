@@ -17,10 +17,18 @@ const (
 	keeperUser = "65534:65534"
 )
 
+// fsizeSlack is how far past the workspace size the file size limit lies: a file
+// can never be much larger than the workspace (a sparse file of a terabyte would
+// otherwise cost a terabyte to snapshot or collect), while code that fills the
+// workspace is still told "No space left on device", the real cause, rather than
+// "File too large".
+const fsizeSlack = 1 << 20
+
 // hostConfig is the whole security posture of a sandbox in one place.
 func hostConfig(l sandbox.Limits, workspaceVolume string) *container.HostConfig {
 	init := true
 	pids := l.Pids
+	fsize := l.Workspace + fsizeSlack
 	return &container.HostConfig{
 		NetworkMode:    "none",
 		ReadonlyRootfs: true,
@@ -34,6 +42,8 @@ func hostConfig(l sandbox.Limits, workspaceVolume string) *container.HostConfig 
 			MemorySwap: l.Memory, // equal to Memory: no swap
 			NanoCPUs:   int64(l.CPUs * 1e9),
 			PidsLimit:  &pids,
+			// Bounds every file the code writes, /tmp's too (EFBIG past it).
+			Ulimits: []*container.Ulimit{{Name: "fsize", Soft: fsize, Hard: fsize}},
 		},
 		Tmpfs: map[string]string{
 			"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", l.Tmp),

@@ -40,3 +40,23 @@ func TestHostConfigHardening(t *testing.T) {
 		t.Error("the keeper must run as another user than the code, or the code could kill it")
 	}
 }
+
+// No file may be much larger than the workspace, sparse ones included: tmpfs bounds
+// the pages a file holds, not its size, and snapshots and output collection read
+// files whole.
+func TestHostConfigFileSizeLimit(t *testing.T) {
+	for _, ws := range []int64{8 << 20, sandbox.DefaultWorkspace, 1 << 30} {
+		l := sandbox.Limits{Workspace: ws}.WithDefaults()
+		var fsize []int64
+		for _, u := range hostConfig(l, "ws").Ulimits {
+			if u.Name == "fsize" {
+				fsize = append(fsize, u.Soft, u.Hard)
+			}
+		}
+		// A little over the workspace, so filling the workspace still fails with
+		// ENOSPC ("the workspace is full"), not EFBIG.
+		if len(fsize) != 2 || fsize[0] != fsize[1] || fsize[0] <= ws || fsize[0] > ws+1<<20 {
+			t.Errorf("workspace %d: fsize ulimit (soft, hard) %v, want one just over the workspace", ws, fsize)
+		}
+	}
+}

@@ -35,6 +35,7 @@ type wireEvent struct {
 	Error     *sandbox.Error `json:"error"`
 	Outputs   []string       `json:"outputs"`
 	Workspace []listingEntry `json:"workspace"`
+	CPUMS     float64        `json:"cpu_ms"`
 }
 
 // listingEntry is one [path, size, mtime in ms] of the driver's workspace listing.

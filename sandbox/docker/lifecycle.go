@@ -49,7 +49,10 @@ func (s *Sandbox) resumeLocked(ctx context.Context) (bool, error) {
 }
 
 // Snapshot streams the workspace as a tar archive whose paths are relative to
-// /workspace. The caller must close it.
+// /workspace. The caller must close it. A file larger than the workspace (sparse:
+// tmpfs bounds pages, not sizes) is left out, as are files once the archive holds
+// the workspace's size of data, so that it can always be restored; and the archive
+// ends after reading twice that much, so no sparse file costs more to snapshot.
 func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	rc, _, err := s.d.cli.CopyFromContainer(ctx, s.id, "/workspace/.")
 	if err != nil {
@@ -61,7 +64,7 @@ func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 		pw.CloseWithError(rewriteTar(rc, pw, func(name string) string {
 			// Runtime names entries "./<path>" for "/workspace/."; keep "<path>".
 			return strings.TrimPrefix(strings.TrimPrefix(name, "."), "/")
-		}))
+		}, snapshotBudget(s.limits.Workspace)))
 	}()
 	return pr, nil
 }
@@ -71,7 +74,9 @@ func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 // would leave the workspace are refused.
 func (s *Sandbox) Restore(ctx context.Context, archive io.Reader) error {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(rewriteTar(archive, pw, func(name string) string { return name })) }()
+	go func() {
+		pw.CloseWithError(rewriteTar(archive, pw, func(name string) string { return name }, tarBudget{}))
+	}()
 	err := s.d.cli.CopyToContainer(ctx, s.id, "/workspace", pr, container.CopyToContainerOptions{})
 	pr.CloseWithError(errors.New("restore ended"))
 	if err != nil {
@@ -80,10 +85,36 @@ func (s *Sandbox) Restore(ctx context.Context, archive io.Reader) error {
 	return nil
 }
 
+// tarBudget bounds what rewriteTar copies; zero fields bound nothing.
+type tarBudget struct {
+	maxEntry int64 // a larger file is skipped
+	maxKept  int64 // a file that would bring the data copied past this is skipped
+	maxRead  int64 // the archive ends before the data read (copied or skipped) passes this
+}
+
+// snapshotBudget keeps at most a workspace's worth of data, which a workspace of that
+// size can restore, and reads at most twice that.
+func snapshotBudget(workspace int64) tarBudget {
+	return tarBudget{maxEntry: workspace, maxKept: workspace, maxRead: 2 * workspace}
+}
+
+// admit decides on a regular file of size bytes, given the data read and kept so far.
+func (b tarBudget) admit(size, read, kept int64) (keep, more bool) {
+	switch {
+	case b.maxRead > 0 && read+size > b.maxRead:
+		return false, false
+	case b.maxEntry > 0 && size > b.maxEntry, b.maxKept > 0 && kept+size > b.maxKept:
+		return false, true
+	}
+	return true, true
+}
+
 // rewriteTar copies the safe entries of a workspace archive, renamed by rename and
-// owned by the code's user; entries whose new name is empty are dropped.
-func rewriteTar(r io.Reader, w io.Writer, rename func(string) string) error {
+// owned by the code's user, within budget; entries whose new name is empty are
+// dropped.
+func rewriteTar(r io.Reader, w io.Writer, rename func(string) string, budget tarBudget) error {
 	tr, tw := tar.NewReader(r), tar.NewWriter(w)
+	var read, kept int64
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -100,7 +131,17 @@ func rewriteTar(r io.Reader, w io.Writer, rename func(string) string) error {
 			return fmt.Errorf("workspace archive entry %q: %w", hdr.Name, err)
 		}
 		switch hdr.Typeflag {
-		case tar.TypeReg, tar.TypeDir, tar.TypeSymlink:
+		case tar.TypeReg:
+			keep, more := budget.admit(hdr.Size, read, kept)
+			if !more {
+				return tw.Close()
+			}
+			read += hdr.Size // a skipped entry is read through by tr.Next
+			if !keep {
+				continue
+			}
+			kept += hdr.Size
+		case tar.TypeDir, tar.TypeSymlink:
 		default:
 			continue
 		}

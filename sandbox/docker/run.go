@@ -55,6 +55,7 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req sandbox.Request, onEve
 	}
 	var (
 		results        []sandbox.Rich
+		budget         = sandbox.NewResultBudget(req.MaxResults, req.MaxResultBytes)
 		stdout, stderr = capText{max: s.limits.Output}, capText{max: s.limits.Output}
 		stopped        sandbox.Status // sandbox.TimedOut or sandbox.Canceled once we interrupted the code
 		grace          <-chan time.Time
@@ -84,14 +85,17 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req sandbox.Request, onEve
 				keep.add(ev.Text)
 				onEvent(sandbox.Event{Kind: kind, Text: ev.Text})
 			case "result":
-				r, ok := richOf(ev)
-				if ok {
+				// Past the budget results are dropped here, so a flood of display()
+				// calls costs the worker no memory.
+				if r, ok := richOf(ev); ok && budget.Admit(r) {
 					results = append(results, r)
 					onEvent(sandbox.Event{Kind: sandbox.Result, Rich: r})
 				}
 			case "done":
-				out := sandbox.Outcome{Status: sandbox.Succeeded, ExitCode: ev.ExitCode, Error: ev.Error, Results: results,
-					Outputs: cleanOutputs(ev.Outputs), Workspace: cleanListing(ev.Workspace)}
+				out := sandbox.Outcome{Status: sandbox.Succeeded, ExitCode: ev.ExitCode, Error: ev.Error,
+					Results: results, ResultsTruncated: budget.Truncated(),
+					Outputs: cleanOutputs(ev.Outputs), Workspace: cleanListing(ev.Workspace),
+					CPUSeconds: cpuSeconds(ev.CPUMS, time.Since(start), s.limits.CPUs)}
 				if ev.Status != "ok" {
 					out.Status = sandbox.Failed
 				}
@@ -110,7 +114,8 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req sandbox.Request, onEve
 		case <-grace:
 			// The code ignored the interrupt: kill it and everything it started.
 			s.resetKernel(context.WithoutCancel(ctx), k)
-			return stdout.into(stderr, sandbox.Outcome{Status: stopped, Error: stopError(stopped, req.Timeout), Results: results, ExitCode: -1}), nil
+			return stdout.into(stderr, sandbox.Outcome{Status: stopped, Error: stopError(stopped, req.Timeout),
+				Results: results, ResultsTruncated: budget.Truncated(), ExitCode: -1}), nil
 		}
 	}
 }
@@ -120,6 +125,12 @@ func stopError(why sandbox.Status, timeout time.Duration) *sandbox.Error {
 		return &sandbox.Error{Name: "TimeoutError", Value: fmt.Sprintf("execution exceeded its timeout of %s", timeout)}
 	}
 	return &sandbox.Error{Name: "Canceled", Value: "execution was canceled"}
+}
+
+// cpuSeconds is the CPU time the kernel reported, bounded by what the sandbox's
+// CPUs could have done in the run's wall time: the code can forge the report.
+func cpuSeconds(ms float64, wall time.Duration, cpus float64) float64 {
+	return min(max(ms/1000, 0), wall.Seconds()*max(cpus, 1))
 }
 
 func richOf(ev wireEvent) (sandbox.Rich, bool) {

@@ -1,0 +1,43 @@
+package service
+
+import (
+	"context"
+
+	"github.com/codeinterp/codeinterp/jobs/quota"
+	"github.com/codeinterp/codeinterp/jobs/records"
+)
+
+// Usage is what a tenant has used, and where it stands against its quotas.
+type Usage struct {
+	records.Usage
+	Quotas quota.Limits
+}
+
+// Usage returns the tenant's usage counters, current use and quotas.
+func (s *Service) Usage(ctx context.Context, tenant string) (Usage, error) {
+	u, err := s.cfg.Records.Usage(ctx, tenant)
+	if err != nil {
+		return Usage{}, err
+	}
+	if u.UploadsToday, err = s.cfg.Quotas.Uploaded(ctx, tenant); err != nil {
+		return Usage{}, err
+	}
+	return Usage{Usage: u, Quotas: s.cfg.Quotas.Limits(tenant)}, nil
+}
+
+// UsageAll returns the usage of every tenant that has any, for metrics.
+func (s *Service) UsageAll(ctx context.Context) (map[string]Usage, error) {
+	tenants, err := s.cfg.Records.UsageTenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Usage, len(tenants))
+	for _, t := range tenants {
+		u, err := s.Usage(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		out[t] = u
+	}
+	return out, nil
+}
