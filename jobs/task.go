@@ -16,10 +16,13 @@ const (
 	TypeWebhook = "webhook:deliver" // deliver an execution's webhook (jobs/webhook)
 )
 
-// QueueTasks is the one asynq queue: one-off executions and webhook deliveries.
-// One queue, because asynq polls each queue when idle: more queues, more idle Redis
-// load. Threads do not use asynq: see jobs/threadq.
+// QueueTasks is the asynq queue of one-off executions. Threads do not use asynq: see
+// jobs/threadq.
 const QueueTasks = "tasks"
+
+// QueueWebhooks is the asynq queue of webhook deliveries, served by workers of its own
+// so receivers that are slow or never answer cannot hold the slots one-offs run in.
+const QueueWebhooks = "webhooks"
 
 // MaxRetry bounds how often a run whose sandbox could not be prepared is retried
 // before it is failed with a SandboxError.

@@ -26,6 +26,9 @@ type Worker struct {
 	Runner *worker.Runner
 	srv    *asynq.Server
 	mux    *asynq.ServeMux
+	// hookSrv delivers webhooks, from a queue of their own.
+	hookSrv *asynq.Server
+	hookMux *asynq.ServeMux
 }
 
 // Worker builds a worker running sandboxes on rt. It does no I/O; call Start.
@@ -61,16 +64,32 @@ func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
 	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeRun, runner.ProcessOneOff)
-	mux.Handle(jobs.TypeWebhook, &webhook.Deliverer{
+	// Webhooks have a queue and a server of their own: receivers that are slow or
+	// never answer hold only these slots, never the ones one-offs run in. Deliveries
+	// are not latency-critical, so their queue is polled once a second.
+	hookSrv := asynq.NewServerFromRedisClient(a.Redis, asynq.Config{
+		Concurrency:       cfg.WebhookConcurrency,
+		Queues:            map[string]int{jobs.QueueWebhooks: 1},
+		TaskCheckInterval: max(time.Second, cfg.TaskCheckInterval),
+		ShutdownTimeout:   cfg.WebhookTimeout + time.Second,
+		RetryDelayFunc:    retry,
+		Logger:            worker.AsynqLogger{L: a.Logger},
+	})
+	hookMux := asynq.NewServeMux()
+	hookMux.Handle(jobs.TypeWebhook, &webhook.Deliverer{
 		Records: a.Records, Presigner: a.Store, Secrets: hooks.Secrets,
 		Client: hooks.Guard.Client(cfg.WebhookTimeout), Logger: a.Logger,
+		TenantConcurrency: cfg.WebhookTenantConcurrency,
 	})
-	return &Worker{Runner: runner, srv: srv, mux: mux}
+	return &Worker{Runner: runner, srv: srv, mux: mux, hookSrv: hookSrv, hookMux: hookMux}
 }
 
 // Start starts the thread runner and the task server.
 func (w *Worker) Start(ctx context.Context) error {
 	if err := w.Runner.Start(ctx); err != nil {
+		return err
+	}
+	if err := w.hookSrv.Start(w.hookMux); err != nil {
 		return err
 	}
 	return w.srv.Start(w.mux)
@@ -80,5 +99,6 @@ func (w *Worker) Start(ctx context.Context) error {
 // shutdown timeout (one-offs) or until ctx ends (threads), then stops.
 func (w *Worker) Shutdown(ctx context.Context) {
 	w.srv.Shutdown()
+	w.hookSrv.Shutdown()
 	w.Runner.Shutdown(ctx)
 }

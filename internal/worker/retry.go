@@ -11,9 +11,9 @@ import (
 
 // RetryDelay is the asynq RetryDelayFunc of the worker's queue: each task type keeps
 // its own policy.
-func RetryDelay(n int, _ error, t *asynq.Task) time.Duration {
+func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	if t != nil && t.Type() == jobs.TypeWebhook {
-		return webhook.RetryDelay(n)
+		return webhook.RetryDelay(n, err)
 	}
 	return jobs.RunRetryDelay(n)
 }

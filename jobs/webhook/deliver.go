@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -21,17 +22,32 @@ import (
 	"github.com/codeinterp/codeinterp/jobs/records"
 )
 
-// MaxRetry retries with delays from 10 s doubling to 10 min: about 1 h 40 min.
+// MaxRetry retries with delays from 10 s doubling to 10 min: about 1 h 40 min. A
+// delivery postponed because its tenant already has deliveries under way is no
+// attempt: asynq's own retry budget (taskRetries) is far larger.
 const MaxRetry = 15
 
+// taskRetries bounds asynq's retries of one delivery task, postponements included.
+const taskRetries = 1000
+
+// ErrBusy postpones a delivery: its tenant already has TenantConcurrency deliveries
+// under way in this process.
+var ErrBusy = errors.New("the tenant's webhook deliveries are busy; postponed")
+
 // RetryDelay is the delay before retry n of a delivery: from 10 s doubling to 10 min,
-// so delivery is tried for over an hour.
-func RetryDelay(n int) time.Duration { return min(10*time.Second<<min(n, 10), 10*time.Minute) }
+// so delivery is tried for over an hour; a postponed one (err is ErrBusy) is retried
+// in a second.
+func RetryDelay(n int, err error) time.Duration {
+	if errors.Is(err, ErrBusy) {
+		return time.Second
+	}
+	return min(10*time.Second<<min(n, 10), 10*time.Minute)
+}
 
 // Enqueue queues the delivery of ex's webhook, once per execution.
 func Enqueue(ctx context.Context, cli *asynq.Client, ex *jobs.Execution) error {
 	_, err := cli.EnqueueContext(ctx, asynq.NewTask(jobs.TypeWebhook, jobs.Payload{ID: ex.ID}.Encode()),
-		asynq.TaskID("webhook:"+ex.ID), asynq.Queue(jobs.QueueTasks), asynq.MaxRetry(MaxRetry),
+		asynq.TaskID("webhook:"+ex.ID), asynq.Queue(jobs.QueueWebhooks), asynq.MaxRetry(taskRetries),
 		asynq.Timeout(time.Minute))
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("enqueue webhook of %s: %w", ex.ID, err)
@@ -74,6 +90,35 @@ type Deliverer struct {
 	Secrets   map[string]string // tenant → signing secret
 	Client    *http.Client      // from Guard.Client
 	Logger    *slog.Logger
+	// TenantConcurrency bounds one tenant's deliveries under way in this process, so
+	// a tenant whose receiver never answers holds few slots; 0: no bound.
+	TenantConcurrency int
+
+	mu   sync.Mutex
+	busy map[string]int
+}
+
+// take reserves a delivery slot of tenant's, or reports that none is free.
+func (d *Deliverer) take(tenant string) (release func(), ok bool) {
+	if d.TenantConcurrency <= 0 {
+		return func() {}, true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy == nil {
+		d.busy = map[string]int{}
+	}
+	if d.busy[tenant] >= d.TenantConcurrency {
+		return nil, false
+	}
+	d.busy[tenant]++
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.busy[tenant]--; d.busy[tenant] == 0 {
+			delete(d.busy, tenant)
+		}
+	}, true
 }
 
 // ProcessTask POSTs the execution object to its webhook URL. A non-2xx answer or a
@@ -93,14 +138,21 @@ func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	if ex.WebhookURL == "" || (ex.Webhook != nil && ex.Webhook.State == jobs.DeliveryDelivered) {
 		return nil
 	}
+	release, ok := d.take(ex.Tenant)
+	if !ok {
+		return ErrBusy // asynq retries it in a second; no attempt is counted
+	}
+	attempts := 1
+	if ex.Webhook != nil {
+		attempts = ex.Webhook.Attempts + 1
+	}
 	status, derr := d.deliver(ctx, ex)
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	state := jobs.WebhookState{Attempts: retried + 1, LastStatus: status}
+	release()
+	state := jobs.WebhookState{Attempts: attempts, LastStatus: status}
 	switch {
 	case derr == nil:
 		state.State = jobs.DeliveryDelivered
-	case errors.Is(derr, ErrForbiddenTarget) || retried >= maxRetry:
+	case errors.Is(derr, ErrForbiddenTarget) || attempts > MaxRetry:
 		state.State, state.LastError = jobs.DeliveryFailed, derr.Error()
 	default:
 		state.State, state.LastError = jobs.DeliveryPending, derr.Error()

@@ -28,7 +28,7 @@ func TestGuard(t *testing.T) {
 func TestWebhookRetriesLastOverAnHour(t *testing.T) {
 	var total time.Duration
 	for n := range MaxRetry {
-		d := RetryDelay(n)
+		d := RetryDelay(n, nil)
 		if d > 10*time.Minute {
 			t.Fatalf("retry %d waits %s", n, d)
 		}
