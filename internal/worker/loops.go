@@ -185,7 +185,7 @@ func (r *Runner) offerLoop(ctx context.Context) {
 
 // waitForSlot blocks until fewer than Concurrency thread executions run here.
 func (r *Runner) waitForSlot(ctx context.Context) bool {
-	for len(r.sem) == cap(r.sem) {
+	for r.slots.full() {
 		select {
 		case <-ctx.Done():
 			return false

@@ -66,8 +66,8 @@ type Runner struct {
 	owned   map[jobs.ThreadKey]*thread // threads this worker serves
 	pool    *pool                      // blank sandboxes for new threads
 	running map[string]*runningRun     // executions running here, by id, for cancel
-	sem     chan struct{}              // bounds concurrent thread executions
-	freed   chan struct{}              // signaled when a slot of sem frees
+	slots   *slots                     // bounds concurrent thread items, fairly across tenants
+	freed   chan struct{}              // signaled when a slot frees
 	runCtx  context.Context            // parent of thread runners; canceled at shutdown
 	stopRun context.CancelCauseFunc    //
 	bg      sync.WaitGroup             // background loops
@@ -91,7 +91,7 @@ func NewRunner(cfg Config) *Runner {
 	return &Runner{
 		cfg: cfg, queue: cfg.Threads,
 		owned: map[jobs.ThreadKey]*thread{}, running: map[string]*runningRun{}, pool: newPool(cfg.WarmPool),
-		sem: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
+		slots: newSlots(cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
 }
 

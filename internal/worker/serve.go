@@ -107,8 +107,8 @@ func (r *Runner) drop(th *thread) {
 	delete(r.owned, th.key)
 }
 
-func (r *Runner) releaseSlot() {
-	<-r.sem
+func (r *Runner) releaseSlot(tenant string) {
+	r.slots.release(tenant)
 	select {
 	case r.freed <- struct{}{}:
 	default:
@@ -155,12 +155,10 @@ func (r *Runner) runItem(ctx context.Context, th *thread, id string) {
 	if ex.Status != jobs.Queued || ex.Tenant != th.tenant || ex.ThreadID != th.id {
 		return
 	}
-	select {
-	case r.sem <- struct{}{}:
-		defer r.releaseSlot()
-	case <-ctx.Done():
+	if !r.slots.acquire(ctx, th.tenant) {
 		return
 	}
+	defer r.releaseSlot(th.tenant)
 	switch ex.Kind {
 	case jobs.KindExecution, jobs.KindPutFile, jobs.KindGetFile:
 		// The idle clock runs from the end of the thread's last item, not its start.
