@@ -107,6 +107,19 @@ func startRedis() (string, error) {
 		testcontainers.WithWaitStrategy(wait.ForLog("Ready to accept connections")))
 }
 
+// RedisWith starts a Redis of the test's own with extra server arguments (e.g. a
+// small --maxmemory), stopped when the test ends, and returns its address.
+func RedisWith(t testing.TB, args ...string) string {
+	t.Helper()
+	cmd := append([]string{"redis-server", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "", "--appendonly", "no"}, args...)
+	addr, err := start(Image("redis"), "6379/tcp", testcontainers.WithCmd(cmd...),
+		testcontainers.WithWaitStrategy(wait.ForLog("Ready to accept connections")))
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return addr
+}
+
 func startMinIO() (string, error) {
 	return start(Image("minio"), "9000/tcp",
 		testcontainers.WithEnv(map[string]string{"MINIO_ROOT_USER": minioUser, "MINIO_ROOT_PASSWORD": minioSecret}),
