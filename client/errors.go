@@ -31,13 +31,14 @@ var (
 	ErrConflict        = errors.New("conflict")
 	ErrTooLarge        = errors.New("payload_too_large")
 	ErrRateLimited     = errors.New("rate_limited")
+	ErrQuotaExceeded   = errors.New("quota_exceeded") // a tenant quota: retry after the answer's Retry-After
 	ErrUnavailable     = errors.New("unavailable")
 	ErrInternal        = errors.New("internal")
 )
 
 // Is matches the sentinel of e's code.
 func (e *APIError) Is(target error) bool {
-	for _, s := range []error{ErrInvalid, ErrUnauthenticated, ErrNotFound, ErrConflict, ErrTooLarge, ErrRateLimited, ErrUnavailable, ErrInternal} {
+	for _, s := range []error{ErrInvalid, ErrUnauthenticated, ErrNotFound, ErrConflict, ErrTooLarge, ErrRateLimited, ErrQuotaExceeded, ErrUnavailable, ErrInternal} {
 		if target == s {
 			return s.Error() == e.Code
 		}

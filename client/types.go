@@ -63,25 +63,30 @@ func (r RunRequest) body() map[string]any {
 
 // Execution is an execution as the API shows it.
 type Execution struct {
-	ID              string          `json:"id"`
-	ThreadID        *string         `json:"thread_id"`
-	Language        string          `json:"language"`
-	Status          string          `json:"status"`
-	Stdout          string          `json:"stdout"`
-	Stderr          string          `json:"stderr"`
-	StdoutTruncated bool            `json:"stdout_truncated"`
-	StderrTruncated bool            `json:"stderr_truncated"`
-	Results         []Result        `json:"results"`
-	Error           *ExecError      `json:"error"`
-	ExitCode        *int            `json:"exit_code"`
-	Files           []File          `json:"files"`
-	Sandbox         SandboxInfo     `json:"sandbox"`
-	CreatedAt       time.Time       `json:"created_at"`
-	StartedAt       *time.Time      `json:"started_at"`
-	FinishedAt      *time.Time      `json:"finished_at"`
-	DurationMS      *int64          `json:"duration_ms"`
-	Metadata        json.RawMessage `json:"metadata"`
-	Webhook         *WebhookState   `json:"webhook,omitempty"`
+	ID              string   `json:"id"`
+	ThreadID        *string  `json:"thread_id"`
+	Language        string   `json:"language"`
+	Status          string   `json:"status"`
+	Stdout          string   `json:"stdout"`
+	Stderr          string   `json:"stderr"`
+	StdoutTruncated bool     `json:"stdout_truncated"`
+	StderrTruncated bool     `json:"stderr_truncated"`
+	Results         []Result `json:"results"`
+	// ResultsTruncated: results past the per-execution budget were dropped.
+	ResultsTruncated bool        `json:"results_truncated"`
+	Error            *ExecError  `json:"error"`
+	ExitCode         *int        `json:"exit_code"`
+	Files            []File      `json:"files"`
+	Sandbox          SandboxInfo `json:"sandbox"`
+	CreatedAt        time.Time   `json:"created_at"`
+	StartedAt        *time.Time  `json:"started_at"`
+	FinishedAt       *time.Time  `json:"finished_at"`
+	DurationMS       *int64      `json:"duration_ms"`
+	CPUMS            *int64      `json:"cpu_ms"` // CPU time of the code
+	// Notes say what the service left out or changed (files not collected, …).
+	Notes    []string        `json:"notes,omitempty"`
+	Metadata json.RawMessage `json:"metadata"`
+	Webhook  *WebhookState   `json:"webhook,omitempty"`
 }
 
 // Done reports whether the execution has ended.
