@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -40,7 +39,7 @@ func run() error {
 		return err
 	}
 	defer x.Close()
-	hs := &http.Server{Addr: cfg.APIAddr, Handler: x.Handler, ReadHeaderTimeout: 10 * time.Second}
+	hs := x.HTTPServer(cfg.APIAddr)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
 	log.Info("api listening", "addr", cfg.APIAddr)
