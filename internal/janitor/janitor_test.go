@@ -38,25 +38,6 @@ const (
 	retention    = 48 * time.Hour
 )
 
-// clock is the simulated time every component of a test reads, so idle times and
-// heartbeat expiry are tested without sleeping.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // fakeStore is an in-memory janitor.Storage that records what was put and expired.
 type fakeStore struct {
 	mu      sync.Mutex
@@ -130,7 +111,7 @@ type env struct {
 	t       *testing.T
 	ctx     context.Context
 	rdb     *redis.Client // for what older versions or crashes left (keys: see records' keys.go)
-	clock   *clock
+	clock   *testenv.Clock
 	threads *threadq.Queue
 	recs    *records.Store
 	fake    *sandboxtest.Fake
@@ -143,7 +124,7 @@ func newEnv(t *testing.T) *env {
 	addr, db := testenv.RedisDB(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db})
 	t.Cleanup(func() { rdb.Close() })
-	clk := &clock{t: time.Now().UTC().Truncate(time.Second)}
+	clk := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
 	threads := threadq.New(rdb, threadq.Config{Prefix: "ci:", HeartbeatTTL: heartbeatTTL, Now: clk.Now})
 	recs := records.New(rdb, records.Config{Prefix: "ci:", TTL: time.Hour, Threads: threads, Now: clk.Now})
 	fake := sandboxtest.NewFake()

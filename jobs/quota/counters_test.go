@@ -16,23 +16,11 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func counters(t *testing.T, table quota.Table) (*quota.Counters, *clock) {
+func counters(t *testing.T, table quota.Table) (*quota.Counters, *testenv.Clock) {
 	addr, db := testenv.RedisDB(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db})
 	t.Cleanup(func() { rdb.Close() })
-	clk := &clock{t: time.Date(2026, 12, 1, 23, 59, 0, 0, time.UTC)}
+	clk := testenv.NewClock(time.Date(2026, 12, 1, 23, 59, 0, 0, time.UTC))
 	return quota.NewCounters(rdb, quota.Config{Table: table, Now: clk.Now}), clk
 }
 

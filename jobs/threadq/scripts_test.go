@@ -42,30 +42,12 @@ var (
 	t3 = jobs.NewThreadKey("globex", "t3")
 )
 
-// clock is a simulated clock: it moves only when a test advances it.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // env is one test's queue over a Redis database of its own.
 type env struct {
 	t   *testing.T
 	ctx context.Context
 	rdb *redis.Client
-	clk *clock
+	clk *testenv.Clock
 	q   *threadq.Queue
 	// all reads the same keys with a TTL so long that every registered worker counts
 	// as alive: its Alive and Ready list the raw registry, stale beats included.
@@ -77,7 +59,7 @@ func newEnv(t *testing.T) *env {
 	addr, db := testenv.RedisDB(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db})
 	t.Cleanup(func() { rdb.Close() })
-	clk := &clock{t: t0}
+	clk := testenv.NewClock(t0)
 	return &env{
 		t: t, ctx: t.Context(), rdb: rdb, clk: clk,
 		q:   threadq.New(rdb, threadq.Config{Prefix: "t:", HeartbeatTTL: ttl, Now: clk.Now}),
