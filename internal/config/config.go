@@ -102,6 +102,7 @@ type Config struct {
 	WebhookSecrets string        `env:"WEBHOOK_SECRETS"`
 	WebhookAllow   string        `env:"WEBHOOK_ALLOW"`
 	WebhookTimeout time.Duration `env:"WEBHOOK_TIMEOUT" envDefault:"10s"`
+	WebhookPorts   string        `env:"WEBHOOK_PORTS"` // if set, the only ports webhooks may use: "443,8443"
 
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`

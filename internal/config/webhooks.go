@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/codeinterp/codeinterp/jobs/webhook"
@@ -44,6 +45,17 @@ func (c Config) Webhooks() (Webhooks, error) {
 			p = netip.PrefixFrom(a, a.BitLen())
 		}
 		w.Guard.Allow = append(w.Guard.Allow, p)
+	}
+	for _, entry := range strings.Split(c.WebhookPorts, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		p, err := strconv.ParseUint(entry, 10, 16)
+		if err != nil || p == 0 {
+			return w, fmt.Errorf("CODEINTERP_WEBHOOK_PORTS %q: want port numbers", entry)
+		}
+		w.Guard.Ports = append(w.Guard.Ports, uint16(p))
 	}
 	return w, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/webhook"
 	"github.com/codeinterp/codeinterp/storage"
 )
 
@@ -127,8 +127,8 @@ func (s *Service) withdraw(ctx context.Context, ex *jobs.Execution, idemKey stri
 }
 
 // checkWebhook refuses a webhook the tenant cannot have: without a signing secret,
-// or aimed at an address literal that deliveries may not reach. Names are checked
-// when delivering, after DNS.
+// or aimed at an address (in any spelling) or a port that deliveries may not reach.
+// Names are checked when delivering, after DNS.
 func (s *Service) checkWebhook(tenant, raw string) error {
 	if raw == "" {
 		return nil
@@ -136,9 +136,12 @@ func (s *Service) checkWebhook(tenant, raw string) error {
 	if !s.cfg.WebhookTenants[tenant] {
 		return Invalid("webhook_url", "webhooks are not enabled for this tenant: the operator has configured no signing secret for it")
 	}
-	u, _ := url.Parse(raw)
-	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && !s.cfg.WebhookGuard.Permitted(ip) {
-		return Invalid("webhook_url", "targets %s, a loopback, private, link-local or otherwise internal address", ip)
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Invalid("webhook_url", "must be an absolute http or https URL")
+	}
+	if err := s.cfg.WebhookGuard.CheckURL(u); err != nil {
+		return Invalid("webhook_url", "%s", strings.TrimPrefix(err.Error(), webhook.ErrForbiddenTarget.Error()+": "))
 	}
 	return nil
 }

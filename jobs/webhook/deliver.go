@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -153,9 +154,12 @@ func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	case derr == nil:
 		state.State = jobs.DeliveryDelivered
 	case errors.Is(derr, ErrForbiddenTarget) || attempts > MaxRetry:
-		state.State, state.LastError = jobs.DeliveryFailed, derr.Error()
+		state.State, state.LastError = jobs.DeliveryFailed, publicError(derr)
 	default:
-		state.State, state.LastError = jobs.DeliveryPending, derr.Error()
+		state.State, state.LastError = jobs.DeliveryPending, publicError(derr)
+	}
+	if derr != nil {
+		d.Logger.Info("webhook delivery failed", "execution", ex.ID, "tenant", ex.Tenant, "attempt", attempts, "err", derr)
 	}
 	if err := d.Records.SetWebhook(ctx, ex.ID, state); err != nil {
 		d.Logger.Warn("record webhook delivery", "execution", ex.ID, "err", err)
@@ -196,7 +200,30 @@ func (d *Deliverer) deliver(ctx context.Context, ex *jobs.Execution) (int, error
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, fmt.Errorf("webhook answered %d", resp.StatusCode)
+		return resp.StatusCode, &statusError{code: resp.StatusCode}
 	}
 	return resp.StatusCode, nil
 }
+
+// publicError is what a tenant is told of a failed delivery: the kind of failure, not
+// the dialer's words, which would make webhooks a port scanner of the service's
+// network. The full error is in the operator's log.
+func publicError(err error) string {
+	var status *statusError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &status):
+		return err.Error()
+	case errors.Is(err, ErrForbiddenTarget):
+		return "target address not allowed"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "timed out"
+	default:
+		return "connection failed"
+	}
+}
+
+// statusError is a receiver's non-2xx answer.
+type statusError struct{ code int }
+
+func (e *statusError) Error() string { return fmt.Sprintf("webhook answered %d", e.code) }

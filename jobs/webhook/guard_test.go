@@ -1,7 +1,11 @@
 package webhook
 
 import (
+	"errors"
+	"net"
 	"net/netip"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,5 +48,72 @@ func TestSign(t *testing.T) {
 	got := Sign("whsec_0123456789abcdef", time.Unix(1700000000, 0), []byte(`{"a":1}`))
 	if want := "t=1700000000,v1=9f5e37cdc7ea587c7c02062d93283cad000d66a831b2a1676418696db47ed6c2"; got != want {
 		t.Fatalf("signature %q, want %q", got, want)
+	}
+}
+
+// Every spelling of an internal address is refused when the URL is submitted, and
+// again when a delivery dials it.
+func TestGuardSpellings(t *testing.T) {
+	g := Guard{}
+	for _, raw := range []string{
+		"http://127.0.0.1/", "http://2130706433/", "http://0x7f000001/", "http://0x7f.1/", "http://0177.0.0.1/",
+		"http://127.1/", "http://0/", "http://10.0.0.1:8080/", "http://169.254.169.254/latest/meta-data",
+		"http://[::1]/", "http://[::1%25lo]/", "http://[fe80::1%25eth0]/", "http://[::ffff:127.0.0.1]/",
+		"http://[::127.0.0.1]/", "http://[64:ff9b::a00:1]/", "http://[64:ff9b:1::1]/", "http://[2002:7f00:1::]/",
+		"http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", "http://[fec0::1]/", "http://[100::1]/",
+		"http://[2606:4700::1111%25eth0]/",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if err := g.CheckURL(u); !errors.Is(err, ErrForbiddenTarget) {
+			t.Errorf("CheckURL(%s) = %v, want refused", raw, err)
+		}
+	}
+	for _, raw := range []string{"https://example.com/hook", "http://93.184.216.34:8080/", "http://[2606:4700:4700::1111]/", "http://1.1.1.1/"} {
+		u, _ := url.Parse(raw)
+		if err := g.CheckURL(u); err != nil {
+			t.Errorf("CheckURL(%s) = %v, want allowed", raw, err)
+		}
+	}
+	// At dial time: the client refuses before connecting.
+	c := g.Client(2 * time.Second)
+	for _, raw := range []string{"http://[::1%25lo]:9/", "http://[fe80::1%25lo]:9/", "http://[::127.0.0.1]:9/", "http://[64:ff9b::7f00:1]:9/", "http://127.0.0.1:9/"} {
+		_, err := c.Get(raw)
+		if !errors.Is(err, ErrForbiddenTarget) {
+			t.Errorf("dial %s: %v, want refused by the guard", raw, err)
+		}
+	}
+}
+
+// An operator can restrict ports; errors a tenant sees never carry the dialer's words.
+func TestGuardPortsAndPublicErrors(t *testing.T) {
+	g := Guard{Ports: []uint16{443}, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	for raw, ok := range map[string]bool{"https://example.com/": true, "http://example.com/": false, "https://example.com:8443/": false} {
+		u, _ := url.Parse(raw)
+		if err := g.CheckURL(u); (err == nil) != ok {
+			t.Errorf("CheckURL(%s) = %v", raw, err)
+		}
+	}
+	if _, err := g.Client(time.Second).Get("http://127.0.0.1:9/"); !errors.Is(err, ErrForbiddenTarget) {
+		t.Errorf("port 9 dialed: %v", err)
+	}
+	// A closed port on an allowed address: the tenant learns only that it failed.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	_, err = Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}.Client(time.Second).Get("http://" + closed + "/")
+	if err == nil {
+		t.Fatal("a closed port answered")
+	}
+	if got := publicError(err); got != "connection failed" || strings.Contains(got, "refused") {
+		t.Errorf("public error %q for %v", got, err)
+	}
+	if got := publicError(&statusError{code: 500}); got != "webhook answered 500" {
+		t.Errorf("status error %q", got)
 	}
 }
