@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"crypto/rand"
 	"strings"
 
 	"github.com/oklog/ulid/v2"
@@ -23,7 +24,10 @@ func (p IDPrefix) New() string { return string(p) + newULID() }
 // Of reports whether id has this prefix.
 func (p IDPrefix) Of(id string) bool { return strings.HasPrefix(id, string(p)) }
 
-func newULID() string { return strings.ToLower(ulid.Make().String()) }
+// newULID draws an id's 80 random bits from crypto/rand: ids appear in URLs and stand
+// for their owner's resources, so they must not be guessable (ulid.Make's default
+// source is math/rand seeded with the time).
+func newULID() string { return strings.ToLower(ulid.MustNew(ulid.Now(), rand.Reader).String()) }
 
 // NewID returns a new execution id.
 func NewID() string { return ExecutionPrefix.New() }

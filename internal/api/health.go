@@ -26,7 +26,12 @@ func (s *Server) readyz(c echo.Context) error {
 		wg.Go(func() {
 			res := "ok"
 			if err := chk.Check(ctx); err != nil {
-				res = err.Error()
+				// Anyone may ask: a raw error could show internal addresses.
+				res = "unavailable"
+				if chk.Public {
+					res = err.Error()
+				}
+				s.cfg.Logger.Warn("readiness check failed", "check", chk.Name, "err", err)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -22,6 +22,9 @@ import (
 type Check struct {
 	Name  string
 	Check func(ctx context.Context) error
+	// Public says the check's errors are safe to show anyone (they name no address
+	// and carry no raw error); others show as "unavailable", and are logged.
+	Public bool
 }
 
 // Limits bound request bodies and long-lived requests.

@@ -62,14 +62,17 @@ func (a *App) API(ctx context.Context) (*API, error) {
 			Streams: cfg.StreamPool, TenantStreams: func(t string) int { return a.Quotas.Limits(t).Streams },
 		},
 		Ready: []api.Check{
-			{Name: "redis", Check: a.redisReady},
+			{Name: "redis", Check: a.redisReady, Public: true},
 			{Name: "storage", Check: a.Store.Ping},
-			{Name: "workers", Check: func(ctx context.Context) error {
+			{Name: "workers", Public: true, Check: func(ctx context.Context) error {
 				live, err := a.Threads.Ready(ctx)
-				if err == nil && len(live) == 0 {
-					err = errors.New("no worker with a reachable Docker engine has sent a heartbeat")
+				if err != nil {
+					return errors.New("the worker registry does not answer")
 				}
-				return err
+				if len(live) == 0 {
+					return errors.New("no worker with a reachable Docker engine has sent a heartbeat")
+				}
+				return nil
 			}},
 		},
 	})

@@ -10,7 +10,7 @@ package app
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 
 	"github.com/hibiken/asynq"
@@ -42,7 +42,7 @@ type App struct {
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("CODEINTERP_REDIS_URL: %w", err)
+		return nil, errors.New("CODEINTERP_REDIS_URL: not a redis:// URL") // its error may quote the password
 	}
 	// Long-polls and blocking reads hold connections; keep room for them, and let a
 	// canceled context end a blocking read.

@@ -155,7 +155,7 @@ func (c Config) validate() error {
 		}
 	}
 	_, err := url.Parse(c.RedisURL)
-	check(err == nil && strings.HasPrefix(c.RedisURL, "redis"), "CODEINTERP_REDIS_URL %q: want redis://[:password@]host:port/db", c.RedisURL)
+	check(err == nil && strings.HasPrefix(c.RedisURL, "redis"), "CODEINTERP_REDIS_URL %q: want redis://[:password@]host:port/db", redacted(c.RedisURL))
 	check(c.S3Endpoint != "" && !strings.Contains(c.S3Endpoint, "/"), "CODEINTERP_S3_ENDPOINT %q: want host:port, without a scheme", c.S3Endpoint)
 	if c.S3PublicURL != "" {
 		u, err := url.Parse(c.S3PublicURL)
@@ -196,4 +196,13 @@ func (c Config) validate() error {
 	check(c.LogLevel == "debug" || c.LogLevel == "info" || c.LogLevel == "warn" || c.LogLevel == "error", "CODEINTERP_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "CODEINTERP_LOG_FORMAT %q: want text or json", c.LogFormat)
 	return errors.Join(errs...)
+}
+
+// redacted hides a URL's password, so a configuration error never prints a secret.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
 }

@@ -42,3 +42,11 @@ func TestUnparsable(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A bad setting is reported without the secrets it may hold.
+func TestErrorsHideSecrets(t *testing.T) {
+	_, err := Load(map[string]string{"CODEINTERP_REDIS_URL": "http://:hunter2secret@redis:6379/0"})
+	if err == nil || strings.Contains(err.Error(), "hunter2secret") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -339,6 +339,7 @@ func TestAbuseAPIStreamQuota(t *testing.T) {
 	wantStatus(t, "acme's plain GET", s.request(t, "key-a", "GET", "/v1/executions/"+id, nil), http.StatusOK)
 
 	closeFirst()
+	closed := time.Now()
 	eventually(t, time.Minute, "acme opens a stream again once it closed one", func() bool {
 		a, _ := s.hold(t, "key-a", events)
 		if a.status != http.StatusOK {
@@ -346,6 +347,7 @@ func TestAbuseAPIStreamQuota(t *testing.T) {
 		}
 		return a.status == http.StatusOK
 	})
+	t.Logf("a stream's slot was free again %s after the client closed it", time.Since(closed).Round(time.Millisecond))
 }
 
 // The API's own server drops a connection that sends half a request header and then
