@@ -112,10 +112,10 @@ func TestHammerThreadsUnderWorkerKills(t *testing.T) {
 }
 
 // workerOfARunningExecution returns the worker running one of ids, looking for up to
-// five seconds, or "".
+// fifteen seconds (on a loaded machine most items wait for a slot), or "".
 func (s *stack) workerOfARunningExecution(t *testing.T, ids [][]string) string {
 	ctx := context.Background()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, th := range rand.Perm(len(ids)) {
 			st, _ := s.threads.State(ctx, jobs.NewThreadKey("acme", fmt.Sprintf("h%02d", th)))
