@@ -115,8 +115,9 @@ func TestHammerThreadsUnderWorkerKills(t *testing.T) {
 // fifteen seconds (on a loaded machine most items wait for a slot), or "".
 func (s *stack) workerOfARunningExecution(t *testing.T, ids [][]string) string {
 	ctx := context.Background()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); <-tick.C {
 		for _, th := range rand.Perm(len(ids)) {
 			st, _ := s.threads.State(ctx, jobs.NewThreadKey("acme", fmt.Sprintf("h%02d", th)))
 			if st.Inflight == "" {
