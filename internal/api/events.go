@@ -14,6 +14,11 @@ import (
 // keepAlive is how often an idle event stream sends a comment, so proxies keep it open.
 const keepAlive = 15 * time.Second
 
+// readBlock bounds one blocking read of the stream: a blocked read does not notice
+// that its client went away, so it holds the client's stream slot (and a Redis
+// connection) until it returns.
+const readBlock = 5 * time.Second
+
 // events is GET /v1/executions/{id}/events: server-sent events (status, stdout,
 // stderr, result, file) while the execution runs, then done with the execution
 // object. Event ids are positions in the stream: reconnecting with Last-Event-ID
@@ -36,10 +41,11 @@ func (s *Server) events(c echo.Context) error {
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
 	rc := http.NewResponseController(w.Writer)
+	lastWrite := time.Now()
 	for {
 		// A client that stops reading is let go once a write has waited this long.
 		_ = rc.SetWriteDeadline(time.Now().Add(2 * keepAlive))
-		evs, err := stream.Read(ctx, after, keepAlive)
+		evs, err := stream.Read(ctx, after, readBlock)
 		if err != nil {
 			return nil // the client went away, or Redis did: the client reconnects
 		}
@@ -52,6 +58,7 @@ func (s *Server) events(c echo.Context) error {
 				}
 			}
 			fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, data)
+			lastWrite = time.Now()
 			if ev.Type == jobs.EventDone {
 				w.Flush()
 				return nil
@@ -72,7 +79,10 @@ func (s *Server) events(c echo.Context) error {
 				w.Flush()
 				return nil
 			}
-			fmt.Fprint(w, ": keep-alive\n\n")
+			if time.Since(lastWrite) >= keepAlive {
+				fmt.Fprint(w, ": keep-alive\n\n")
+				lastWrite = time.Now()
+			}
 		}
 		w.Flush()
 	}

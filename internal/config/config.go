@@ -186,7 +186,8 @@ func (c Config) validate() error {
 	check(c.HTTPReadTimeout >= time.Second && c.HTTPWriteTimeout >= time.Second && c.HTTPIdleTimeout >= time.Second && c.HTTPHeaderTimeout >= 100*time.Millisecond,
 		"CODEINTERP_HTTP_*_TIMEOUT: want at least 1s (the header timeout at least 100ms)")
 	check(c.HTTPHeaderBytes >= 4096, "CODEINTERP_HTTP_HEADER_BYTES %d: want at least 4096", c.HTTPHeaderBytes)
-	check(c.StreamPool >= 1 && c.InflightBytes >= c.MaxRequestBytes, "CODEINTERP_STREAM_POOL (%d) want at least 1, CODEINTERP_INFLIGHT_BYTES (%d) at least CODEINTERP_MAX_REQUEST_BYTES", c.StreamPool, c.InflightBytes)
+	check(c.StreamPool >= 1 && c.InflightBytes >= max(c.MaxRequestBytes, c.WorkspaceMB<<20),
+		"CODEINTERP_STREAM_POOL (%d) want at least 1, CODEINTERP_INFLIGHT_BYTES (%d) at least CODEINTERP_MAX_REQUEST_BYTES and the workspace size (the largest upload)", c.StreamPool, c.InflightBytes)
 	check(c.TransferTimeout >= time.Second, "CODEINTERP_TRANSFER_TIMEOUT %s: want at least 1s", c.TransferTimeout)
 	check(c.RedisFullRatio > 0 && c.RedisFullRatio <= 1, "CODEINTERP_REDIS_FULL_RATIO %g: want more than 0, at most 1", c.RedisFullRatio)
 	_, err = c.Quotas()

@@ -27,8 +27,10 @@ import (
 // A tenant past a quota gets 429 quota_exceeded, a server at a limit 503 unavailable,
 // both as the API's error object with Retry-After; the other tenant never notices.
 
-// sleeper runs until it is canceled (or the test is long over).
-var sleeper = map[string]any{"code": "import time\ntime.sleep(55)", "timeout_ms": 60000}
+// sleepCode runs until it is canceled (or the test is long over).
+const sleepCode = "import time\ntime.sleep(55)"
+
+var sleeper = map[string]any{"code": sleepCode, "timeout_ms": 60000}
 
 // answer is one HTTP answer, read whole.
 type answer struct {
@@ -48,8 +50,9 @@ func (s *stack) newRequest(key, method, path string, body io.Reader) *http.Reque
 	return req
 }
 
-// send sends req with a plain client, not s.http: quota refusals, /v1/usage and
-// made-up methods are not in openapi.json (see TestAbuseAPIQuotaAnswersDocumented).
+// send sends req with a plain client, not s.http (which checks answers against
+// openapi.json): made-up methods and paths are outside the document, and whether the
+// quota answers match it is TestAbuseAPIQuotaAnswersDocumented's to say.
 func send(req *http.Request) (answer, error) {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -199,6 +202,38 @@ func TestAbuseAPIThreadQueueQuota(t *testing.T) {
 	wantStatus(t, "another thread of acme", s.post(t, "key-a", on("idle", quick)), http.StatusAccepted)
 }
 
+// Canceling a queued execution frees its place in the thread's queue, as it frees its
+// active slot: a client whose thread is held by a long run can replace what it queued.
+func TestAbuseAPIThreadQueueFreedByCancel(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{env: map[string]string{"CODEINTERP_QUOTA_THREAD_QUEUE": "1"}})
+	busy := func(code string) answer {
+		return s.post(t, "key-a", map[string]any{"thread_id": "busy", "code": code, "timeout_ms": 60000})
+	}
+	blocker := idOf(t, busy(sleepCode))
+	s.cancelAtEnd(t, "key-a", blocker)
+	s.waitStatus(t, blocker, "running")
+	const quick = "print(1)"
+	queued := idOf(t, busy(quick))
+	wantRefused(t, "a second queued on the thread", busy(quick), http.StatusTooManyRequests, "quota_exceeded")
+	var ex execution
+	if code := s.call(t, "POST", "/v1/executions/"+queued+"/cancel", nil, &ex); code != http.StatusAccepted || ex.Status != "canceled" {
+		t.Fatalf("cancel the queued one: %d %s", code, ex.Status)
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
+		a := busy(quick)
+		if a.status == http.StatusAccepted {
+			s.cancelAtEnd(t, "key-a", idOf(t, a))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after its queued execution was canceled, while the blocker runs, the thread still refuses: %d %s", a.status, a.body)
+		}
+	}
+}
+
 // usageView is GET /v1/usage.
 type usageView struct {
 	Tenant      string           `json:"tenant"`
@@ -290,6 +325,32 @@ func TestAbuseAPIUploadBytesPerDay(t *testing.T) {
 	wantStatus(t, "an upload up to the quota exactly", upload(bytes.NewReader(make([]byte, 10000))), http.StatusCreated)
 }
 
+// A submission a quota refuses counts none of its inline bytes against the day's
+// uploads and leaves none of its files in storage: a client that retries it after
+// Retry-After, as told, must not use up its uploads of the day or fill the bucket.
+func TestAbuseAPIRefusedSubmissionKeepsNothing(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{noWorkers: true, env: map[string]string{
+		"CODEINTERP_QUOTA_ACTIVE": "1", "CODEINTERP_QUOTA_UPLOAD_BYTES_DAY": "100000",
+	}})
+	first := idOf(t, s.post(t, "key-a", map[string]any{"code": "print(1)"}))
+	withFile := map[string]any{"code": "print(1)", "files": []map[string]any{{"name": "in.bin", "content_base64": base64.StdEncoding.EncodeToString(make([]byte, 30000))}}}
+	for i := range 4 {
+		wantRefused(t, fmt.Sprintf("retry %d past the active quota", i+1), s.post(t, "key-a", withFile), http.StatusTooManyRequests, "quota_exceeded")
+	}
+	if u := s.usage(t, "key-a"); u.Current.UploadBytesToday != 0 {
+		t.Errorf("upload_bytes_today %d after refused submissions, want 0", u.Current.UploadBytesToday)
+	}
+	if keys := s.objects(t, "acme/"); len(keys) != 0 {
+		t.Errorf("refused submissions left %d objects in storage: %q", len(keys), keys)
+	}
+	var ex execution
+	if code := s.call(t, "POST", "/v1/executions/"+first+"/cancel", nil, &ex); code != http.StatusAccepted || ex.Status != "canceled" {
+		t.Fatalf("cancel: %d %s", code, ex.Status)
+	}
+	wantStatus(t, "the same submission once the active slot is free", s.post(t, "key-a", withFile), http.StatusAccepted)
+}
+
 // hold opens a long-lived GET as key. A 200 event stream stays open until close (or
 // the end of the test); any other answer is read whole. An answer that takes 10 s
 // fails the test: a refusal is immediate, a stream answers at once.
@@ -323,6 +384,9 @@ func TestAbuseAPIStreamQuota(t *testing.T) {
 	s := newStack(t, stackOptions{noWorkers: true, env: map[string]string{"CODEINTERP_QUOTA_STREAMS": "2"}})
 	id := idOf(t, s.post(t, "key-a", map[string]any{"code": "print(1)"}))
 	theirs := idOf(t, s.post(t, "key-b", map[string]any{"code": "print(1)"}))
+	// Ended, they end their streams, so the server closes without waiting for them.
+	s.cancelAtEnd(t, "key-a", id)
+	s.cancelAtEnd(t, "key-b", theirs)
 	events := "/v1/executions/" + id + "/events"
 
 	first, closeFirst := s.hold(t, "key-a", events)
@@ -502,7 +566,7 @@ func TestAbuseAPIUsage(t *testing.T) {
 			t.Fatalf("%q: %s %+v, want %s", tc.code, ex.Status, ex.Error, tc.status)
 		}
 	}
-	busy := idOf(t, s.post(t, "key-a", map[string]any{"thread_id": "usage", "code": sleeper["code"], "timeout_ms": sleeper["timeout_ms"]}))
+	busy := idOf(t, s.post(t, "key-a", map[string]any{"thread_id": "usage", "code": sleepCode, "timeout_ms": 60000}))
 	s.cancelAtEnd(t, "key-a", busy)
 	s.waitStatus(t, busy, "running")
 
@@ -556,8 +620,36 @@ func bigSubmission(n int) []byte {
 	return append(b, bytes.Repeat([]byte(" "), n-len(b))...)
 }
 
+// slowBody starts req, whose body the test writes through the returned pipe, and
+// returns where its answer will arrive.
+func slowBody(req *http.Request, pr *io.PipeReader) <-chan answer {
+	req.Body = pr
+	out := make(chan answer, 1)
+	go func() {
+		a, err := send(req)
+		if err != nil {
+			a.status, a.body = -1, []byte(err.Error())
+		}
+		out <- a
+	}()
+	return out
+}
+
+// receive waits for the answer to a slow body.
+func receive(t *testing.T, what string, answers <-chan answer) answer {
+	t.Helper()
+	select {
+	case a := <-answers:
+		return a
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: no answer a minute after the body was sent", what)
+		return answer{}
+	}
+}
+
 // The bodies an API process reads at once are bounded: while one large body is on its
 // way, another is refused with 503 and Retry-After, and accepted once the first is in.
+// A body of unknown length holds the most a body may use.
 func TestAbuseAPIBodyBudget(t *testing.T) {
 	t.Parallel()
 	const size = 2 << 20
@@ -569,43 +661,41 @@ func TestAbuseAPIBodyBudget(t *testing.T) {
 	}})
 	body := bigSubmission(size)
 
+	budgetHeld := func(what string) {
+		eventually(t, 30*time.Second, what, func() bool {
+			return s.request(t, "key-a", "POST", "/v1/executions", strings.NewReader("{}")).status == http.StatusServiceUnavailable
+		})
+	}
+
 	pr, pw := io.Pipe()
 	t.Cleanup(func() { pw.CloseWithError(errors.New("test over")) })
-	slow := s.newRequest("key-a", "POST", "/v1/executions", pr)
-	slow.ContentLength = size
-	type result struct {
-		a   answer
-		err error
-	}
-	first := make(chan result, 1)
-	go func() {
-		a, err := send(slow)
-		first <- result{a, err}
-	}()
+	req := s.newRequest("key-a", "POST", "/v1/executions", nil)
+	req.ContentLength = size
+	first := slowBody(req, pr)
 	if _, err := pw.Write(body[:64<<10]); err != nil {
 		t.Fatal(err)
 	}
-	// The first body holds the whole budget once even a tiny one is refused.
-	eventually(t, 30*time.Second, "the slow body is being read", func() bool {
-		return s.request(t, "key-a", "POST", "/v1/executions", strings.NewReader("{}")).status == http.StatusServiceUnavailable
-	})
+	budgetHeld("the slow body holds the whole budget (even a tiny body is refused)")
 	wantRefused(t, "a second large body meanwhile", s.request(t, "key-a", "POST", "/v1/executions", bytes.NewReader(body)),
 		http.StatusServiceUnavailable, "unavailable")
-
 	if _, err := pw.Write(body[64<<10:]); err != nil {
 		t.Fatal(err)
 	}
 	pw.Close()
-	select {
-	case r := <-first:
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		wantStatus(t, "the slow body", r.a, http.StatusAccepted)
-	case <-time.After(time.Minute):
-		t.Fatal("no answer to the slow body a minute after it was sent")
-	}
+	wantStatus(t, "the slow body", receive(t, "the slow body", first), http.StatusAccepted)
 	wantStatus(t, "the second large body again", s.request(t, "key-a", "POST", "/v1/executions", bytes.NewReader(body)), http.StatusAccepted)
+
+	// Chunked, a small body may still grow to the limit: it is counted as that.
+	pr, pw = io.Pipe()
+	t.Cleanup(func() { pw.CloseWithError(errors.New("test over")) })
+	chunked := slowBody(s.newRequest("key-a", "POST", "/v1/executions", nil), pr)
+	if _, err := io.WriteString(pw, `{"code": "print(1)"`); err != nil {
+		t.Fatal(err)
+	}
+	budgetHeld("a chunked body holds the whole budget")
+	io.WriteString(pw, "}")
+	pw.Close()
+	wantStatus(t, "the chunked body", receive(t, "the chunked body", chunked), http.StatusAccepted)
 }
 
 // Quota refusals and GET /v1/usage are part of the contract in openapi.json: s.http

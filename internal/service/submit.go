@@ -63,15 +63,19 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkWebhook(tenant, req.WebhookURL); err != nil {
+		return nil, err
+	}
+	// Refuse what the quotas refuse before storing or counting anything.
+	if err := s.cfg.Records.Admit(ctx, tenant, deref(req.ThreadID)); err != nil {
+		return nil, s.quotaError(err)
+	}
 	var inline int64
 	for _, f := range files {
 		inline += int64(len(f.data))
 	}
 	if err := s.cfg.Quotas.Upload(ctx, tenant, inline); err != nil {
 		return nil, asQuota(err, "files")
-	}
-	if err := s.checkWebhook(tenant, req.WebhookURL); err != nil {
-		return nil, err
 	}
 	ex := &jobs.Execution{
 		ID: s.cfg.NewID(), Tenant: tenant, ThreadID: deref(req.ThreadID), Language: req.Language, Status: jobs.Queued,
@@ -82,17 +86,20 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 		ex.Webhook = &jobs.WebhookState{State: jobs.DeliveryPending}
 	}
 	if ex.Inputs, err = s.storeInputs(ctx, ex, files); err != nil {
+		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, inline)
 		return nil, err
 	}
 	created, err := s.cfg.Records.Create(ctx, ex, idem.Key, idem.Hash)
 	var over *quota.Exceeded
+	if errors.As(err, &over) {
+		// Refused after all (a race with another submission): keep nothing.
+		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, inline)
+		_, _ = s.cfg.Store.DeletePrefix(context.WithoutCancel(ctx), jobs.InputKey(ex, ""))
+		return nil, s.quotaError(err)
+	}
 	switch { // not created: lost a race with the same Idempotency-Key
 	case errors.Is(err, records.ErrIdempotencyMismatch):
 		return s.replay(ctx, tenant, created.ID, false)
-	case errors.As(err, &over) && over.Quota == "thread_queue":
-		return nil, QuotaExceeded(over, "thread_id")
-	case errors.As(err, &over):
-		return nil, QuotaExceeded(over, "")
 	case err != nil:
 		return nil, err
 	case !created.Created:
@@ -104,6 +111,16 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 		return nil, Unavailable("could not queue the execution: %v", err)
 	}
 	return ex, nil
+}
+
+// quotaError is the client's error for a quota the records refused: the thread-queue
+// quota names thread_id.
+func (s *Service) quotaError(err error) error {
+	var over *quota.Exceeded
+	if errors.As(err, &over) && over.Quota == "thread_queue" {
+		return QuotaExceeded(over, "thread_id")
+	}
+	return asQuota(err, "")
 }
 
 // dispatch gets a new record to a worker. A thread's item needs nothing more: Create

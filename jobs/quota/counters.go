@@ -90,6 +90,14 @@ func (c *Counters) Upload(ctx context.Context, tenant string, n int64) error {
 	return &Exceeded{Quota: "upload_bytes_day", Limit: float64(l.UploadBytesDay), RetryAfter: int(math.Ceil(midnight.Sub(now).Seconds()))}
 }
 
+// Refund takes back n bytes counted by Upload today, for a submission refused after.
+func (c *Counters) Refund(ctx context.Context, tenant string, n int64) error {
+	if c == nil || n <= 0 || c.Limits(tenant).UploadBytesDay <= 0 {
+		return nil
+	}
+	return c.rdb.DecrBy(ctx, c.uploadKey(tenant, c.now().UTC()), n).Err()
+}
+
 // Uploaded returns the bytes counted against the tenant's uploads of today.
 func (c *Counters) Uploaded(ctx context.Context, tenant string) (int64, error) {
 	if c == nil {

@@ -28,6 +28,12 @@ func (s *Store) Cancel(ctx context.Context, tenant, id string) (*jobs.Execution,
 				return nil, err
 			}
 			if ok {
+				if ex.ThreadID != "" {
+					// It would be skipped when its turn came; free its place now.
+					if err := s.threads.Remove(ctx, jobs.NewThreadKey(ex.Tenant, ex.ThreadID), ex.ID); err != nil {
+						return nil, err
+					}
+				}
 				return ex, nil
 			}
 			// It started meanwhile: cancel the run instead.

@@ -128,6 +128,32 @@ func (s *Store) Create(ctx context.Context, ex *jobs.Execution, idemKey, request
 	return c, nil
 }
 
+// Admit reports, before anything is stored, whether the tenant's quotas would refuse a
+// new execution (on thread, if not ""), as a *quota.Exceeded. Create checks again,
+// atomically; this early check spares storing the inputs of a doomed submission.
+func (s *Store) Admit(ctx context.Context, tenant, thread string) error {
+	q := s.quotas(tenant)
+	if q.Active > 0 {
+		n, err := s.rdb.ZCard(ctx, s.activeIndex(tenant)).Result()
+		if err != nil {
+			return fmt.Errorf("active executions of %s: %w", tenant, err)
+		}
+		if n >= int64(q.Active) {
+			return &quota.Exceeded{Quota: "active", Limit: float64(q.Active), RetryAfter: 1}
+		}
+	}
+	if q.ThreadQueue > 0 && thread != "" {
+		n, err := s.threads.Queued(ctx, jobs.NewThreadKey(tenant, thread))
+		if err != nil {
+			return err
+		}
+		if n >= int64(q.ThreadQueue) {
+			return &quota.Exceeded{Quota: "thread_queue", Limit: float64(q.ThreadQueue), RetryAfter: 1}
+		}
+	}
+	return nil
+}
+
 // Lookup returns the id stored for an idempotency key, or "" if none.
 func (s *Store) Lookup(ctx context.Context, tenant, idemKey string) (id, requestHash string, err error) {
 	v, err := s.rdb.HMGet(ctx, s.idemKey(tenant, idemKey), "id", "hash").Result()

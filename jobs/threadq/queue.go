@@ -250,3 +250,12 @@ func (q *Queue) State(ctx context.Context, tk jobs.ThreadKey) (State, error) {
 	}
 	return State{Owner: own.Val(), Queued: items.Val(), Inflight: inflight.Val()}, nil
 }
+
+// Remove takes item id out of tk's queue, if it is still there (a canceled item
+// should not hold its place, or count against the thread's queue quota).
+func (q *Queue) Remove(ctx context.Context, tk jobs.ThreadKey, id string) error {
+	if err := q.rdb.LRem(ctx, q.thread(tk, "q"), 0, id).Err(); err != nil {
+		return fmt.Errorf("remove %s from thread %s: %w", id, tk, err)
+	}
+	return nil
+}
