@@ -2,7 +2,9 @@ package jobs
 
 import (
 	"crypto/rand"
+	"io"
 	"strings"
+	"sync"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -24,10 +26,20 @@ func (p IDPrefix) New() string { return string(p) + newULID() }
 // Of reports whether id has this prefix.
 func (p IDPrefix) Of(id string) bool { return strings.HasPrefix(id, string(p)) }
 
-// newULID draws an id's 80 random bits from crypto/rand: ids appear in URLs and stand
-// for their owner's resources, so they must not be guessable (ulid.Make's default
-// source is math/rand seeded with the time).
-func newULID() string { return strings.ToLower(ulid.MustNew(ulid.Now(), rand.Reader).String()) }
+// entropy draws ids' random bits from crypto/rand: ids appear in URLs and stand for
+// their owner's resources, so they must not be guessable (ulid.Make's default source
+// is math/rand seeded with the time). Within one millisecond each id adds a random
+// step of up to 2^32 to the last, so ids still sort in creation order.
+var entropy = struct {
+	sync.Mutex
+	r io.Reader
+}{r: ulid.Monotonic(rand.Reader, 0)}
+
+func newULID() string {
+	entropy.Lock()
+	defer entropy.Unlock()
+	return strings.ToLower(ulid.MustNew(ulid.Now(), entropy.r).String())
+}
 
 // NewID returns a new execution id.
 func NewID() string { return ExecutionPrefix.New() }
