@@ -45,7 +45,8 @@ clean-test: # containers and volumes left by an interrupted test run
 # it measures an idle system first and never touches the demo stack's data.
 BENCH_ENV = COMPOSE_PROJECT_NAME=codeinterp-bench CODEINTERP_API_PORT=18080 CODEINTERP_S3_PORT=19000 \
 	CODEINTERP_S3_PUBLIC_URL=http://localhost:19000 CODEINTERP_SANDBOX_PREFIX=cibench \
-	CODEINTERP_IDLE_PAUSE=2s CODEINTERP_JANITOR_INTERVAL=1s CODEINTERP_API_KEYS=demo:demo-key,noisy:noisy-key
+	CODEINTERP_IDLE_PAUSE=2s CODEINTERP_JANITOR_INTERVAL=1s CODEINTERP_API_KEYS=demo:demo-key,noisy:noisy-key \
+	CODEINTERP_TENANT_QUOTAS="demo:rate=100000,burst=100000,active=100000,thread_queue=100000,streams=1000"
 
 bench: images ## latency, throughput and costs on a fresh stack, beside raw Docker baselines
 	$(BENCH_ENV) $(COMPOSE) down -v --remove-orphans >/dev/null 2>&1 || true
