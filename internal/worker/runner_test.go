@@ -473,7 +473,9 @@ func TestConcurrentThreadsUnderHostCap(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				for deadline := time.Now().Add(waitFor); !ex.Status.Terminal(); time.Sleep(10 * time.Millisecond) {
+				tick := time.NewTicker(10 * time.Millisecond)
+				defer tick.Stop()
+				for deadline := time.Now().Add(waitFor); !ex.Status.Terminal(); <-tick.C {
 					got, err := e.recs.Get(ctx, "", ex.ID)
 					if err != nil || time.Now().After(deadline) {
 						t.Errorf("execution %s on %s: not ended (%v)", ex.ID, ex.ThreadID, err)
@@ -653,12 +655,15 @@ func (e *env) state(tk jobs.ThreadKey) records.ThreadState {
 // eventually polls cond until it holds, failing the test after within.
 func (e *env) eventually(within time.Duration, what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.After(within)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline:
 			e.t.Fatalf("not within %v: %s", within, what)
+		case <-tick.C:
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

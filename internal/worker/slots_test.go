@@ -60,11 +60,14 @@ func TestSlotsShareYields(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.After(5 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline:
 			t.Fatal("condition never held")
+		case <-tick.C:
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
