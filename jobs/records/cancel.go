@@ -52,11 +52,12 @@ func (s *Store) Cancel(ctx context.Context, tenant, id string) (*jobs.Execution,
 type Cancels struct{ sub *redis.PubSub }
 
 // SubscribeCancels subscribes to cancel requests; a worker interrupts the ones it runs.
+// It does not wait for a Redis that is down or loading its data (see subscribe); it
+// fails only if ctx ends.
 func (s *Store) SubscribeCancels(ctx context.Context) (*Cancels, error) {
-	sub := s.rdb.Subscribe(ctx, s.cancelChannel())
-	if _, err := sub.Receive(ctx); err != nil { // the subscription confirmation
-		sub.Close()
-		return nil, fmt.Errorf("subscribe to cancels: %w", err)
+	sub, err := subscribe(ctx, s.rdb, s.cancelChannel())
+	if err != nil {
+		return nil, err
 	}
 	return &Cancels{sub: sub}, nil
 }

@@ -194,17 +194,37 @@ var transitionScript = redis.NewScript(transitionSrc)
 // status it found. When ex.Status is terminal, it also announces the end on the
 // done channel, in the same atomic step.
 func (s *Store) Transition(ctx context.Context, ex *jobs.Execution, from ...jobs.Status) (ok bool, found jobs.Status, err error) {
+	return s.transition(ctx, nil, ex, from)
+}
+
+// TransitionAs is Transition for an item of a thread, made by the holder of lease:
+// it fails with threadq.ErrLost, changing nothing, once the lease is no longer the
+// thread's (another worker took the thread over).
+func (s *Store) TransitionAs(ctx context.Context, lease threadq.Lease, ex *jobs.Execution, from ...jobs.Status) (ok bool, found jobs.Status, err error) {
+	f := s.threads.FenceOf(lease)
+	return s.transition(ctx, &f, ex, from)
+}
+
+func (s *Store) transition(ctx context.Context, fence *threadq.Fence, ex *jobs.Execution, from []jobs.Status) (ok bool, found jobs.Status, err error) {
 	data, err := json.Marshal(ex)
 	if err != nil {
 		return false, "", err
 	}
-	args := []any{string(ex.Status), data, ex.Status.Terminal(), ex.ID, int(eventTTL.Seconds())}
+	keys := []string{s.recordKey(ex.ID), s.doneChannel(), s.eventsKey(ex.ID), s.activeIndex(ex.Tenant)}
+	args := []any{string(ex.Status), data, ex.Status.Terminal(), ex.ID, int(eventTTL.Seconds()), "", ""}
+	if fence != nil {
+		keys = append(keys, fence.OwnerKey)
+		args[5], args[6] = fence.Worker, fence.Token
+	}
 	for _, st := range from {
 		args = append(args, string(st))
 	}
-	res, err := transitionScript.Run(ctx, s.rdb, []string{s.recordKey(ex.ID), s.doneChannel(), s.eventsKey(ex.ID), s.activeIndex(ex.Tenant)}, args...).StringSlice()
+	res, err := transitionScript.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
 		return false, "", fmt.Errorf("update execution %s: %w", ex.ID, err)
+	}
+	if res[0] == "fenced" {
+		return false, "", fmt.Errorf("update execution %s: thread owned by %q now: %w", ex.ID, res[1], threadq.ErrLost)
 	}
 	ok = res[0] == "ok"
 	if ok && ex.Status.Terminal() && s.onEnd != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -26,12 +27,12 @@ func (s *Store) NewWaiter() *Waiter {
 	return &Waiter{rdb: s.rdb, channel: s.doneChannel(), waiters: map[string]map[chan struct{}]struct{}{}}
 }
 
-// Start subscribes and dispatches messages until Shutdown.
+// Start subscribes and dispatches messages until Shutdown. It does not wait for a
+// Redis that is down or loading its data (see subscribe); it fails only if ctx ends.
 func (w *Waiter) Start(ctx context.Context) error {
-	sub := w.rdb.Subscribe(ctx, w.channel)
-	if _, err := sub.Receive(ctx); err != nil { // the subscription confirmation
-		sub.Close()
-		return fmt.Errorf("subscribe %s: %w", w.channel, err)
+	sub, err := subscribe(ctx, w.rdb, w.channel)
+	if err != nil {
+		return err
 	}
 	w.sub, w.stopped = sub, make(chan struct{})
 	go func() {
@@ -81,4 +82,23 @@ func (w *Waiter) notify(id string) {
 		close(ch)
 	}
 	delete(w.waiters, id)
+}
+
+// confirmWait bounds how long subscribe waits for Redis to confirm a subscription.
+const confirmWait = 5 * time.Second
+
+// subscribe subscribes to channel. While Redis answers, it returns once Redis has
+// confirmed the subscription, so no message published afterwards is missed. While
+// Redis is down, restarting or hanging, it returns after at most confirmWait without
+// an error: go-redis connects the subscription as soon as it can and subscribes
+// again after every outage, for as long as its Channel is read. Messages published
+// while it is not connected are lost (see DESIGN.md, "Redis durability"). It fails
+// only if ctx ends.
+func subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) (*redis.PubSub, error) {
+	sub := rdb.Subscribe(ctx, channel)
+	if _, err := sub.ReceiveTimeout(ctx, confirmWait); err != nil && ctx.Err() != nil {
+		sub.Close()
+		return nil, fmt.Errorf("subscribe %s: %w", channel, ctx.Err())
+	}
+	return sub, nil
 }

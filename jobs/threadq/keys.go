@@ -5,7 +5,8 @@ import "github.com/codeinterp/codeinterp/jobs"
 // Every Redis key of the queue, under the configured prefix P:
 //
 //	P t:<tenant>/<thread>:q         list of the thread's queued item ids, in order
-//	P t:<tenant>/<thread>:own       hash: worker = the owning worker
+//	P t:<tenant>/<thread>:own       hash: worker, token = the owner and its lease's fencing token
+//	P t:<tenant>/<thread>:fence     the last fencing token given to a claim of the thread
 //	P t:<tenant>/<thread>:inflight  the item the owner took and has not finished
 //	P workers                       zset of workers by last heartbeat (ms)
 //	P workers:ready                 the same, for workers whose runtime answers

@@ -88,24 +88,31 @@ func (q *Queue) PushTarget(tk jobs.ThreadKey) Push {
 	}
 }
 
-// Claim makes worker the owner of thread tk. It returns the id of the item a previous
-// owner had in flight ("" if none), or ErrOwned with the live owner's id.
-func (q *Queue) Claim(ctx context.Context, tk jobs.ThreadKey, worker string) (inflight string, err error) {
-	res, err := claimScript.Run(ctx, q.rdb, []string{q.thread(tk, "own"), q.thread(tk, "inflight"), q.workersKey(), q.unownedKey()},
+// Claim makes worker the owner of thread tk under a new lease, whose token is larger
+// than any the thread had. It also returns the id of the item a previous owner had in
+// flight ("" if none). If another live worker owns the thread, it fails with ErrOwned
+// and inflight is that worker's id.
+func (q *Queue) Claim(ctx context.Context, tk jobs.ThreadKey, worker string) (lease Lease, inflight string, err error) {
+	res, err := claimScript.Run(ctx, q.rdb, []string{q.thread(tk, "own"), q.thread(tk, "inflight"), q.workersKey(), q.unownedKey(), q.thread(tk, "fence")},
 		worker, q.now().UnixMilli(), q.beatTTL.Milliseconds(), string(tk), q.ownedPrefix()).StringSlice()
 	if err != nil {
-		return "", fmt.Errorf("claim thread %s: %w", tk, err)
+		return Lease{}, "", fmt.Errorf("claim thread %s: %w", tk, err)
 	}
 	if res[0] == "owned" {
-		return res[1], ErrOwned
+		return Lease{}, res[1], ErrOwned
 	}
-	return res[1], nil
+	token, err := strconv.ParseInt(res[2], 10, 64)
+	if err != nil {
+		return Lease{}, "", fmt.Errorf("claim thread %s: token %q: %w", tk, res[2], err)
+	}
+	return Lease{Thread: tk, Worker: worker, Token: token}, res[1], nil
 }
 
-// Next takes the next item of tk for its owner and marks it in flight. It returns ""
-// when the queue is empty, and ErrLost when worker no longer owns the thread.
-func (q *Queue) Next(ctx context.Context, tk jobs.ThreadKey, worker string) (string, error) {
-	res, err := nextScript.Run(ctx, q.rdb, []string{q.thread(tk, "own"), q.thread(tk, "q"), q.thread(tk, "inflight")}, worker).StringSlice()
+// Next takes the next item of the leased thread and marks it in flight. It returns
+// "" when the queue is empty, and ErrLost when the lease is no longer the thread's.
+func (q *Queue) Next(ctx context.Context, l Lease) (string, error) {
+	tk := l.Thread
+	res, err := nextScript.Run(ctx, q.rdb, []string{q.thread(tk, "own"), q.thread(tk, "q"), q.thread(tk, "inflight")}, l.Worker, l.token()).StringSlice()
 	if err != nil {
 		return "", fmt.Errorf("next item of thread %s: %w", tk, err)
 	}
@@ -118,11 +125,12 @@ func (q *Queue) Next(ctx context.Context, tk jobs.ThreadKey, worker string) (str
 	return "", nil
 }
 
-// Release lets go of tk. If work is left, the thread is offered to other workers. A
-// worker that no longer owns tk changes nothing.
-func (q *Queue) Release(ctx context.Context, tk jobs.ThreadKey, worker string) (workLeft bool, err error) {
-	res, err := releaseScript.Run(ctx, q.rdb, []string{q.thread(tk, "own"), q.thread(tk, "q"), q.thread(tk, "inflight"), q.ownedKey(worker), q.unownedKey(), q.offersKey()},
-		worker, string(tk), q.now().UnixMilli()).Text()
+// Release lets go of the leased thread. If work is left, the thread is offered to
+// other workers. A lease that is no longer the thread's changes nothing.
+func (q *Queue) Release(ctx context.Context, l Lease) (workLeft bool, err error) {
+	tk := l.Thread
+	res, err := releaseScript.Run(ctx, q.rdb, []string{q.thread(tk, "own"), q.thread(tk, "q"), q.thread(tk, "inflight"), q.ownedKey(l.Worker), q.unownedKey(), q.offersKey()},
+		l.Worker, string(tk), q.now().UnixMilli(), l.token()).Text()
 	if err != nil {
 		return false, fmt.Errorf("release thread %s: %w", tk, err)
 	}

@@ -55,7 +55,7 @@ func TestRequeue(t *testing.T) {
 		setup: func(e *env) {
 			e.push(t1, "a", "b")
 			e.next(t1, "A", "a")
-			e.check(e.q.Requeue(e.ctx, t1, "A", "a"))
+			e.check(e.q.Requeue(e.ctx, e.lease(t1, "A"), "a"))
 		},
 		worker:    "A",
 		id:        "a",
@@ -125,7 +125,7 @@ func TestRequeue(t *testing.T) {
 			e.claim(t1, "A")
 			e.push(t2, "other") // another thread's queue is never touched
 			tc.setup(e)
-			if err := e.q.Requeue(e.ctx, t1, tc.worker, tc.id); !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+			if err := e.q.Requeue(e.ctx, e.lease(t1, tc.worker), tc.id); !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
 				t.Errorf("Requeue(%s, %s) = %v, want %v", tc.worker, tc.id, err, tc.wantErr)
 			}
 			e.wantState(t1, tc.wantState)

@@ -52,6 +52,9 @@ type env struct {
 	// all reads the same keys with a TTL so long that every registered worker counts
 	// as alive: its Alive and Ready list the raw registry, stale beats included.
 	all *threadq.Queue
+
+	mu     *sync.Mutex
+	leases map[jobs.ThreadKey]map[string]threadq.Lease // each worker's latest lease per thread; under mu
 }
 
 func newEnv(t *testing.T) *env {
@@ -61,7 +64,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { rdb.Close() })
 	clk := testenv.NewClock(t0)
 	return &env{
-		t: t, ctx: t.Context(), rdb: rdb, clk: clk,
+		t: t, ctx: t.Context(), rdb: rdb, clk: clk, mu: new(sync.Mutex),
 		q:   threadq.New(rdb, threadq.Config{Prefix: "t:", HeartbeatTTL: ttl, Now: clk.Now}),
 		all: threadq.New(rdb, threadq.Config{Prefix: "t:", HeartbeatTTL: 100000 * time.Hour, Now: clk.Now}),
 	}
@@ -106,16 +109,41 @@ func (e *env) offer(tk jobs.ThreadKey) {
 
 func (e *env) claim(tk jobs.ThreadKey, w string) string {
 	e.t.Helper()
-	inflight, err := e.q.Claim(e.ctx, tk, w)
+	lease, inflight, err := e.q.Claim(e.ctx, tk, w)
 	if err != nil {
 		e.t.Fatalf("Claim(%s, %s): %q, %v", tk, w, inflight, err)
 	}
+	e.keep(lease)
 	return inflight
+}
+
+// keep remembers lease as its worker's latest for its thread.
+func (e *env) keep(l threadq.Lease) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.leases == nil {
+		e.leases = map[jobs.ThreadKey]map[string]threadq.Lease{}
+	}
+	if e.leases[l.Thread] == nil {
+		e.leases[l.Thread] = map[string]threadq.Lease{}
+	}
+	e.leases[l.Thread][l.Worker] = l
+}
+
+// lease returns the latest lease worker got on tk; a worker that never claimed tk
+// presents a made-up token, as a confused worker might.
+func (e *env) lease(tk jobs.ThreadKey, worker string) threadq.Lease {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if l, ok := e.leases[tk][worker]; ok {
+		return l
+	}
+	return threadq.Lease{Thread: tk, Worker: worker, Token: 1}
 }
 
 func (e *env) next(tk jobs.ThreadKey, w string, want string) {
 	e.t.Helper()
-	got, err := e.q.Next(e.ctx, tk, w)
+	got, err := e.q.Next(e.ctx, e.lease(tk, w))
 	if err != nil || got != want {
 		e.t.Fatalf("Next(%s, %s) = %q, %v; want %q", tk, w, got, err, want)
 	}
@@ -123,7 +151,7 @@ func (e *env) next(tk jobs.ThreadKey, w string, want string) {
 
 func (e *env) release(tk jobs.ThreadKey, w string, wantWorkLeft bool) {
 	e.t.Helper()
-	left, err := e.q.Release(e.ctx, tk, w)
+	left, err := e.q.Release(e.ctx, e.lease(tk, w))
 	if err != nil || left != wantWorkLeft {
 		e.t.Fatalf("Release(%s, %s) = %v, %v; want %v", tk, w, left, err, wantWorkLeft)
 	}
@@ -333,7 +361,10 @@ func TestClaim(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			tc.setup(e)
-			got, err := e.q.Claim(e.ctx, t1, "B")
+			lease, got, err := e.q.Claim(e.ctx, t1, "B")
+			if err == nil {
+				e.keep(lease)
+			}
 			if got != tc.want || !errors.Is(err, tc.wantErr) {
 				t.Errorf("Claim = %q, %v; want %q, %v", got, err, tc.want, tc.wantErr)
 			}
@@ -369,7 +400,7 @@ func TestClaimConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, w := range workers {
 		wg.Go(func() {
-			got, err := e.q.Claim(e.ctx, t1, w)
+			_, got, err := e.q.Claim(e.ctx, t1, w)
 			results[i] = result{got, err}
 		})
 	}
@@ -476,7 +507,7 @@ func TestNext(t *testing.T) {
 			e.beat("A")
 			e.claim(t1, "A")
 			tc.setup(e)
-			got, err := e.q.Next(e.ctx, t1, tc.worker)
+			got, err := e.q.Next(e.ctx, e.lease(t1, tc.worker))
 			if got != tc.want || !errors.Is(err, tc.wantErr) {
 				t.Errorf("Next = %q, %v; want %q, %v", got, err, tc.want, tc.wantErr)
 			}
@@ -510,7 +541,7 @@ func TestNextFIFO(t *testing.T) {
 		if len(s.push) > 0 {
 			e.push(t1, s.push...)
 		}
-		got, err := e.q.Next(e.ctx, t1, "A")
+		got, err := e.q.Next(e.ctx, e.lease(t1, "A"))
 		if err != nil || got != s.want {
 			t.Fatalf("step %d: Next = %q, %v; want %q", i, got, err, s.want)
 		}
@@ -607,7 +638,7 @@ func TestRelease(t *testing.T) {
 			e.beat("A")
 			e.claim(t1, "A")
 			tc.setup(e)
-			left, err := e.q.Release(e.ctx, t1, tc.worker)
+			left, err := e.q.Release(e.ctx, e.lease(t1, tc.worker))
 			if err != nil || left != tc.wantLeft {
 				t.Errorf("Release = %v, %v; want %v", left, err, tc.wantLeft)
 			}
@@ -1214,7 +1245,7 @@ func TestPushTarget(t *testing.T) {
 		if got, err := other.Items(e.ctx, t1); err != nil || len(got) != 0 {
 			t.Errorf("other prefix's Items = %q, %v; want none", got, err)
 		}
-		if _, err := other.Claim(e.ctx, t1, "B"); err != nil {
+		if _, _, err := other.Claim(e.ctx, t1, "B"); err != nil {
 			t.Errorf("other prefix's Claim: %v", err)
 		}
 		if owner, err := e.q.Owner(e.ctx, t1); err != nil || owner != "" {

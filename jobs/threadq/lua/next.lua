@@ -1,8 +1,9 @@
 -- Takes the next item of a thread's queue for its owner, marking it in flight.
 -- KEYS: 1 owner hash, 2 queue, 3 inflight
--- ARGV: 1 worker
--- Returns {"next", id}, {"empty"} or {"lost"} (the worker no longer owns the thread).
-if redis.call("HGET", KEYS[1], "worker") ~= ARGV[1] then
+-- ARGV: 1 worker, 2 token
+-- Returns {"next", id}, {"empty"} or {"lost"} (the lease is no longer the thread's).
+local own = redis.call("HMGET", KEYS[1], "worker", "token")
+if own[1] ~= ARGV[1] or own[2] ~= ARGV[2] then
   return {"lost"}
 end
 local id = redis.call("LPOP", KEYS[2])
