@@ -14,7 +14,7 @@ BASE_IMAGE=${BASE_IMAGE:-codeinterp/base:bookworm}
 MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
 CACHE=${CODEINTERP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/codeinterp}
 BUILD=deploy/.build
-ALL=(sandbox redis minio api worker janitor)
+ALL=(sandbox redis minio api worker janitor setup)
 want=("${@:-${ALL[@]}}")
 
 log() { printf '%-8s %s\n' "$1" "$2"; }
@@ -76,7 +76,7 @@ for img in "${want[@]}"; do
     fi
     build minio "$BUILD/minio" "$hash"
     ;;
-  api | worker | janitor)
+  api | worker | janitor | setup) # setup: MinIO's bucket and the services' user (cmd/setup)
     mkdir -p "$BUILD/$img"
     CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$BUILD/$img/app" "./cmd/$img"
     cp deploy/server/Dockerfile "$BUILD/$img/"

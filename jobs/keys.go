@@ -2,7 +2,10 @@ package jobs
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // ThreadKey names a tenant's thread across tenants: "<tenant>/<thread>". Neither part
@@ -31,7 +34,34 @@ func executionPrefix(ex *Execution) string {
 func InputKey(ex *Execution, name string) string { return executionPrefix(ex) + "inputs/" + name }
 
 // ArtifactKey is where a produced file of ex (outputs/..., or a full log) is stored.
+// A long name can make an invalid key: see CheckKey.
 func ArtifactKey(ex *Execution, name string) string { return executionPrefix(ex) + name }
+
+// Storage key limits: S3 takes keys of at most 1024 bytes of UTF-8, and MinIO keeps
+// each "/"-separated part as a file or directory name, of at most 255 bytes.
+const (
+	MaxKeyLen     = 1024
+	MaxKeySegment = 255
+)
+
+// ErrBadKey means a storage key is one the store would refuse.
+var ErrBadKey = errors.New("invalid storage key")
+
+// CheckKey says why key cannot be a storage key, or returns nil.
+func CheckKey(key string) error {
+	switch {
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("%w: %d bytes, over %d", ErrBadKey, len(key), MaxKeyLen)
+	case !utf8.ValidString(key):
+		return fmt.Errorf("%w: not UTF-8", ErrBadKey)
+	}
+	for part := range strings.SplitSeq(key, "/") {
+		if len(part) > MaxKeySegment {
+			return fmt.Errorf("%w: a part of %d bytes, over %d", ErrBadKey, len(part), MaxKeySegment)
+		}
+	}
+	return nil
+}
 
 // UploadKey is where POST /v1/files stores an upload; clients see it as "uploads/<id>/<name>".
 func UploadKey(tenant, object string) string { return tenant + "/" + object }

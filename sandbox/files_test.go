@@ -1,6 +1,9 @@
 package sandbox
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCleanPath(t *testing.T) {
 	for in, want := range map[string]string{
@@ -10,7 +13,7 @@ func TestCleanPath(t *testing.T) {
 			t.Errorf("CleanPath(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "/etc/passwd", "..", "../a", "a/../../b", "a/../b", "a\x00b", "a\nb", "\x7f", ".", "./"} {
+	for _, bad := range []string{"", "/etc/passwd", "..", "../a", "a/../../b", "a/../b", "a\x00b", "a\nb", "\x7f", "\u0085", "a\xffb", ".", "./", strings.Repeat("a", 1025)} {
 		if got, err := CleanPath(bad); err == nil {
 			t.Errorf("CleanPath(%q) = %q, want an error", bad, got)
 		}

@@ -86,6 +86,10 @@ type Outcome struct {
 	// CPUSeconds is the CPU time the code used, as the kernel measured it (0 when the
 	// kernel did not say, e.g. after it was killed).
 	CPUSeconds float64
+	// Notes are short sentences about what the runtime left out: workspace entries
+	// not listed (names no path may hold, special files, a walk cut short), reported
+	// paths refused.
+	Notes []string
 }
 
 // ResultBudget admits a run's rich results in order until one would pass a bound:

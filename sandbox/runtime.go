@@ -15,6 +15,9 @@ var (
 	ErrExists = errors.New("the thread already has a sandbox")
 	// ErrNotFound means the sandbox is gone.
 	ErrNotFound = errors.New("sandbox not found")
+	// ErrFenced means a newer owner of the sandbox's thread has fenced it (see
+	// Sandbox.Fence): the caller holds a stale lease and must stop touching it.
+	ErrFenced = errors.New("sandbox fenced by a newer owner of its thread")
 )
 
 // Spec describes a sandbox to create.
@@ -26,6 +29,10 @@ type Spec struct {
 	// Preload imports numpy, pandas and matplotlib when the kernel starts: slower to
 	// create, faster to run. Worth it for sandboxes that serve many runs.
 	Preload bool
+	// Fence is the fencing token of the thread lease its creator holds (0: none, for
+	// one-off and blank sandboxes). Create records it in the new sandbox and Find
+	// fences the sandbox with it before touching its processes; see Sandbox.Fence.
+	Fence int64
 }
 
 // Sandbox is one sandbox with its kernel. Implementations are safe for concurrent
@@ -40,9 +47,15 @@ type Sandbox interface {
 	Run(ctx context.Context, req Request, onEvent func(Event)) (Outcome, error)
 	// PutFiles writes files into the workspace, owned by the code's user.
 	PutFiles(ctx context.Context, files []File) error
-	// OpenFile streams one regular file of the workspace; a symbolic link is
-	// [ErrNotRegular], never followed.
+	// OpenFile streams one regular file of the workspace; a symbolic link, in any
+	// component of the path, is never followed ([ErrNotRegular]).
 	OpenFile(ctx context.Context, name string) (io.ReadCloser, FileInfo, error)
+	// ReadFiles streams regular files of the workspace to fn, in the order named, at
+	// the cost of one round trip for all: body holds the file's Size bytes (read it
+	// before fn returns), or err says why the file was not read: [ErrBadPath],
+	// [ErrNoFile], [ErrNotRegular] (a link in any component is never followed), or
+	// [ErrTooLarge] with Size set. An error fn returns stops the reading and is returned.
+	ReadFiles(ctx context.Context, names []string, limits ReadLimits, fn func(info FileInfo, body io.Reader, err error) error) error
 	// Files lists the regular files in the workspace (at most 1000).
 	Files(ctx context.Context) ([]FileInfo, error)
 	// Pause freezes the sandbox (no CPU; memory and state kept). Runs and file
@@ -57,6 +70,13 @@ type Sandbox interface {
 	// Assign gives a blank sandbox to a thread, so Find finds it from then on; it
 	// fails with [ErrExists] if the thread already has a sandbox on the host.
 	Assign(ctx context.Context, tenant, thread string) error
+	// Fence records in the sandbox that the holder of a thread lease with this
+	// fencing token acts on it from now on. It fails with [ErrFenced] if a larger
+	// token was recorded: the caller's lease is stale. From then on this handle's
+	// Pause, Snapshot, Remove and kernel restarts check the token again, atomically
+	// with what they do, and fail with [ErrFenced] once a newer owner fenced the
+	// sandbox; Remove retires the sandbox so no older owner can adopt it either.
+	Fence(ctx context.Context, token int64) error
 	// Release lets go of the sandbox without removing it: the kernel ends, the
 	// sandbox and its workspace stay for Find to adopt.
 	Release()

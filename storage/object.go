@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"mime"
 	"net/url"
 	"time"
 
@@ -85,17 +86,31 @@ func (t transfer) Close() error {
 
 // PresignGet returns a URL that downloads key without credentials until it expires.
 // filename, if set, is offered to browsers as the download's name.
+//
+// The object is always served as an attachment (S3's response-content-disposition,
+// part of the signature, so a holder of the URL cannot drop it): objects are what
+// users' code wrote, and one tenant's HTML or SVG must never render, let alone run
+// scripts, on the storage origin that serves every tenant's downloads.
 func (s *Store) PresignGet(ctx context.Context, key, filename string) (string, time.Time, error) {
 	params := url.Values{}
-	if filename != "" {
-		params.Set("response-content-disposition", fmt.Sprintf("attachment; filename=%q", filename))
-	}
+	params.Set("response-content-disposition", attachment(filename))
 	expires := time.Now().Add(s.cfg.URLTTL).UTC().Truncate(time.Second)
 	u, err := s.signer.PresignedGetObject(ctx, s.cfg.Bucket, key, s.cfg.URLTTL, params)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("presign %s: %w", key, err)
 	}
 	return u.String(), expires, nil
+}
+
+// attachment is a Content-Disposition that downloads, naming the file if it can (RFC
+// 6266, with RFC 2231 encoding for names that are not plain ASCII).
+func attachment(filename string) string {
+	if filename != "" {
+		if v := mime.FormatMediaType("attachment", map[string]string{"filename": filename}); v != "" {
+			return v
+		}
+	}
+	return "attachment"
 }
 
 func objectOf(info minio.ObjectInfo) Object {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -48,7 +49,11 @@ func timeCmd(name string, args ...string) (time.Duration, error) {
 // idleRedis reports how many commands per second the stack's Redis serves while no
 // execution is running: the cost of the design's polling.
 func idleRedis(t *table, over time.Duration) error {
-	out, err := exec.Command("docker", "ps", "-q", "--filter", "label=com.docker.compose.service=redis").Output()
+	args := []string{"ps", "-q", "--filter", "label=com.docker.compose.service=redis"}
+	if p := os.Getenv("COMPOSE_PROJECT_NAME"); p != "" { // other stacks may share the engine
+		args = append(args, "--filter", "label=com.docker.compose.project="+p)
+	}
+	out, err := exec.Command("docker", args...).Output()
 	id := strings.Fields(string(out))
 	if err != nil || len(id) == 0 {
 		return fmt.Errorf("find the stack's redis container: %v", err)

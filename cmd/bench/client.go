@@ -10,7 +10,10 @@ import (
 )
 
 // bench wraps the API client with what the measurements need.
-type bench struct{ c *client.Client }
+type bench struct {
+	c   *client.Client
+	url string // the API's base URL
+}
 
 // run submits a request (in the API's JSON shape), waits for it to end and returns
 // the client's wall time.

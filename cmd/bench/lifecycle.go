@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -57,10 +58,10 @@ func lifecycle(c bench, t *table, n int) error {
 		return err
 	}
 	t.add("new thread's first print(1), from the warm pool", withPool, "")
-	if err := setPool("0"); err != nil {
+	if err := setPool(c, "0"); err != nil {
 		return err
 	}
-	defer setPool("")
+	defer setPool(c, "")
 	without, err := newThreads(c, max(n/4, 3), 0)
 	if err != nil {
 		return err
@@ -95,9 +96,11 @@ func waitPaused(c bench, thread string) error {
 	return fmt.Errorf("thread %s was not paused within 2 minutes: is CODEINTERP_IDLE_PAUSE short?", thread)
 }
 
-// threadContainer finds the container of a thread by its latest-created sandbox.
+// threadContainer finds the container of a thread by its installation's
+// latest-created thread sandbox.
 func threadContainer(thread string) (string, error) {
-	out, err := exec.Command("docker", "ps", "-l", "-q", "--filter", "label=codeinterp.install", "--filter", "name=-t-").Output()
+	install := "label=codeinterp.install=" + cmp.Or(os.Getenv("CODEINTERP_SANDBOX_PREFIX"), "codeinterp")
+	out, err := exec.Command("docker", "ps", "-l", "-q", "--filter", install, "--filter", "name=-t-").Output()
 	id := strings.TrimSpace(string(out))
 	if err != nil || id == "" {
 		return "", fmt.Errorf("find the sandbox of thread %s: %v", thread, err)
@@ -115,15 +118,9 @@ func memory(container string) string {
 
 // setPool restarts the stack's worker with CODEINTERP_WARM_POOL=size ("" for the
 // default) and waits until it is ready.
-func setPool(size string) error {
-	cmd := exec.Command("docker-compose", "up", "-d", "--no-deps", "worker")
-	cmd.Env = append(os.Environ(), "CODEINTERP_WARM_POOL="+size)
+func setPool(c bench, size string) error {
 	if size == "" {
-		cmd.Env = os.Environ()
+		return restartWorker(c.url)
 	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("restart worker: %v: %s", err, out)
-	}
-	time.Sleep(3 * time.Second) // the old worker's heartbeat must lapse before /readyz means the new one
-	return nil
+	return restartWorker(c.url, "CODEINTERP_WARM_POOL="+size)
 }

@@ -19,19 +19,27 @@ func main() {
 	noisyKey := flag.String("noisy-key", "noisy-key", "API key of another tenant: A, the noisy neighbour")
 	image := flag.String("image", "codeinterp/sandbox:latest", "sandbox image for the baselines")
 	n := flag.Int("n", 20, "runs per measurement")
+	runtimes := flag.String("runtimes", "runc,runsc", "OCI runtimes to compare side by side (empty: none)")
+	prefix := flag.String("prefix", "cibench-rt", "installation prefix of the sandboxes the runtime comparison makes itself")
 	flag.Parse()
 
-	c := bench{c: client.New(*url, *key)}
+	c := bench{c: client.New(*url, *key), url: *url}
 	t := &table{}
-	if err := run(c, t, *url, *noisyKey, *image, *n); err != nil {
-		t.print()
+	names := strings.FieldsFunc(*runtimes, func(r rune) bool { return r == ',' })
+	rt := &runtimeBench{c: c, image: *image, prefix: *prefix, n: *n, results: newSideBySide(names)}
+	err := run(c, t, rt, *noisyKey, *image, *n)
+	t.print()
+	if len(rt.results.rows) > 0 {
+		fmt.Println()
+		rt.results.print()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	t.print()
 }
 
-func run(c bench, t *table, url, noisyKey, image string, n int) error {
+func run(c bench, t *table, rt *runtimeBench, noisyKey, image string, n int) error {
 	fmt.Fprintf(os.Stderr, "measuring (%d runs each)…\n", n)
 	// First, while nothing has run yet: what an idle stack costs Redis.
 	if err := idleRedis(t, 10*time.Second); err != nil {
@@ -49,8 +57,11 @@ func run(c bench, t *table, url, noisyKey, image string, n int) error {
 	if err := baselines(t, image, n); err != nil {
 		return err
 	}
+	if err := rt.run(); err != nil {
+		return err
+	}
 	// Last: it loads the stack as hard as it can, so nothing after it is measured.
-	return noisy(c, t, url, noisyKey, n)
+	return noisy(c, t, c.url, noisyKey, n)
 }
 
 // table collects result rows and prints them aligned.

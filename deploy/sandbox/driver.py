@@ -6,15 +6,19 @@ process, in one persistent namespace, so state survives between executions.
 
 Requests:  {"op": "exec", "id", "language": "python"|"bash", "code", "env": {}}
            {"op": "interrupt", "id"}
-           {"op": "list", "id"}  (answered by {"ev": "listing", "id", "workspace"})
 Events:    {"ev": "ready", "pid", "python"}
            {"ev": "stream", "id", "name": "stdout"|"stderr", "text"}
            {"ev": "result", "id", "type": "text/plain"|"text/html"|"image/png", "text"|"file"}
            {"ev": "done", "id", "status": "ok"|"error", "exit_code", "error", "outputs",
-            "workspace": [[path, size, mtime_ms], ...], "cpu_ms"}
+            "workspace": [[path, size, mtime_ms], ...], "skipped": {reason: count}, "cpu_ms"}
 
 cpu_ms is the CPU time (user + system) the run used: this process's and that of the
 children it waited for (bash, subprocesses, killed strays), for usage accounting.
+The workspace is walked by fsop.Walk (never following a link, bounded, with no
+recursion); "skipped" counts the entries it left out (see fsop.py).
+
+After every run each other process of the code's user is killed, whatever session or
+process group it moved to: nothing a run started outlives it.
 
 Everything the code writes to file descriptors 1 and 2 (print, C extensions, subprocesses)
 is captured through pipes and streamed. The worker treats every event as untrusted: the
@@ -37,12 +41,12 @@ import threading
 import traceback
 
 import codeinterp_hooks
+import fsop
 
 WORKSPACE = "/workspace"
 OUTPUTS = os.path.join(WORKSPACE, "outputs")
 RESULTS = os.path.join(OUTPUTS, ".results")
 MAX_TEXT = 1 << 20  # largest text/plain or text/html result kept
-MAX_LISTING = 1000  # workspace files reported after each run
 SYNC = b"\x00\x1bcodeinterp-sync\x1b\x00"
 
 # The protocol channels are private duplicates of the original descriptors; the user's
@@ -55,7 +59,11 @@ _emit_lock = threading.Lock()
 def emit(**event):
     line = json.dumps(event, ensure_ascii=False, default=str).encode("utf-8", "replace") + b"\n"
     with _emit_lock:
-        _proto.write(line)
+        # A raw write may be short (gVisor's pipes return after part of a large one):
+        # write the rest, or the line arrives cut and is dropped as garbage.
+        view = memoryview(line)
+        while view:
+            view = view[_proto.write(view):]
 
 
 class State:
@@ -128,19 +136,13 @@ def sync_streams(pumps):
             pass
 
 
-def snapshot_workspace():
-    """Maps each regular file in the workspace to (size, mtime, inode); never follows links."""
-    seen = {}
-    for root, dirs, files in os.walk(WORKSPACE, followlinks=False):
-        for name in files:
-            path = os.path.join(root, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if st.st_mode & 0o170000 == 0o100000:
-                seen[os.path.relpath(path, WORKSPACE)] = (st.st_size, st.st_mtime_ns, st.st_ino)
-    return seen
+def with_root(fn):
+    """Calls fn with a descriptor of the workspace."""
+    root = fsop.open_root()
+    try:
+        return fn(root)
+    finally:
+        os.close(root)
 
 
 # ---- rich results ---------------------------------------------------------------
@@ -156,7 +158,7 @@ class Results:
 
     def png(self, write):
         self.images += 1
-        os.makedirs(RESULTS, exist_ok=True)
+        os.makedirs(RESULTS, exist_ok=True)  # fails (and the figure is not saved) if the code put a file there
         path = os.path.join(RESULTS, "%d.png" % self.images)
         write(path)
         emit(ev="result", id=self.id, type="image/png", file=os.path.relpath(path, WORKSPACE))
@@ -254,15 +256,22 @@ def run_python(code, results):
 
 
 def run_bash(code, env):
-    State.child = subprocess.Popen(["/bin/bash", "-c", code], cwd=WORKSPACE, env=env,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    # The code goes through a memory file, not argv (where one argument may not pass
+    # 128 KiB). bash evals it as it runs `-c` code (command by command, "/bin/bash: line
+    # N" in its messages), with the file closed and stdin still /dev/null for the code.
+    script = os.memfd_create("code", os.MFD_CLOEXEC)
+    try:
+        os.write(script, code.encode("utf-8", "surrogateescape"))  # a memory file takes it whole
+        loader = 'eval "$(</dev/fd/{0})" {0}<&-'.format(script)
+        State.child = subprocess.Popen(["/bin/bash", "-c", loader], cwd=WORKSPACE, env=env,
+                                       stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=(script,))
+    finally:
+        os.close(script)
     if State.interrupt == State.current:  # interrupted before it started
         os.killpg(State.child.pid, signal.SIGINT)
     try:
         rc = State.child.wait()
     finally:
-        # Background jobs end with the run, so nothing (a fork bomb included) outlives it.
-        kill_repeatedly(lambda: os.killpg(State.child.pid, signal.SIGKILL))
         State.child = None
     if rc == 0:
         return 0, None
@@ -270,24 +279,62 @@ def run_bash(code, env):
     return rc, {"name": "NonZeroExit", "value": "bash exited with status %d" % rc, "traceback": ""}
 
 
-def kill_repeatedly(kill):
-    """Calls kill until no process is left to signal; forks may race the first calls."""
+def kill_strays():
+    """Kills every other process of this user and reaps them: what a run started
+    (background jobs, daemons in sessions of their own, a fork bomb) must not keep
+    running, or hold pids, while the kernel keeps its state. kill(-1) reaches every
+    process this user may signal, whatever its session or process group, but not this
+    one; the keeper runs as another user (so kill(-1) always "succeeds": /proc says
+    when none is left)."""
     for _ in range(100):
         try:
-            kill()
-        except (ProcessLookupError, PermissionError):
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        while True:  # every child was just killed, so this wait ends
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+        if not others_alive():
             return
 
 
-def kill_strays():
-    """Kills every other process of this user and reaps them: what an interrupted run
-    started must not keep running (or hold pids) while the kernel keeps its state."""
-    kill_repeatedly(lambda: os.kill(-1, signal.SIGKILL))
-    while True:  # every child was just killed, so this wait ends
+def others_alive():
+    """Whether a process of this user other than this one may still run code: one
+    forked after the last kill(-1). A zombie, a process exiting or one with SIGKILL
+    pending never will, and is not waited for (a file helper the worker ran just
+    before may still be tearing down)."""
+    me, uid = os.getpid(), os.getuid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
         try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
+            if os.stat("/proc/" + entry).st_uid != uid:
+                continue
+            with open("/proc/%s/stat" % entry, "rb") as f:
+                stat = f.read().rsplit(b")", 1)[1].split()
+            with open("/proc/%s/status" % entry, "rb") as f:
+                status = f.read()
+        except (OSError, IndexError):
+            continue
+        if not dying(stat, status):
+            return True
+    return False
+
+
+PF_EXITING = 0x4
+SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+
+
+def dying(stat, status):
+    """Whether a process (its /proc stat fields after the name, and status) is done for."""
+    if stat[0] in (b"Z", b"X") or int(stat[6]) & PF_EXITING:
+        return True
+    for line in status.splitlines():
+        if line.startswith((b"SigPnd:", b"ShdPnd:")) and int(line.split()[1], 16) & SIGKILL_BIT:
+            return True
+    return False
 
 
 def cpu_seconds():
@@ -298,8 +345,11 @@ def cpu_seconds():
 
 def execute(req, pumps, results):
     exec_id = req.get("id")
-    shutil.rmtree(RESULTS, ignore_errors=True)
-    before = snapshot_workspace()
+    try:
+        shutil.rmtree(RESULTS, ignore_errors=True)
+    except Exception:  # RecursionError on a tree ~1000 deep: it stays
+        pass
+    before = with_root(fsop.outputs_state)
     cpu_start = cpu_seconds()
     saved_env = dict(os.environ)
     os.environ.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
@@ -315,19 +365,19 @@ def execute(req, pumps, results):
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
-        if State.interrupt == exec_id:
-            kill_strays()
+        kill_strays()
         sync_streams(pumps)
         State.current = None
     cpu_ms = round((cpu_seconds() - cpu_start) * 1000)
-    after = snapshot_workspace()
-    changed = sorted(p for p, st in after.items() if p.startswith("outputs/") and before.get(p) != st)
-    emit(ev="done", id=exec_id, status="error" if err else "ok", exit_code=rc,
-         error=err, outputs=changed, workspace=listing(after), cpu_ms=cpu_ms)
+    after, listing, skipped = with_root(fsop.scan)
+    changed = sorted(p for p, st in after.items() if before.get(p) != st)
+    emit(ev="done", id=exec_id, status="error" if err else "ok", exit_code=exit_code(rc),
+         error=err, outputs=changed, workspace=listing, skipped=skipped, cpu_ms=cpu_ms)
 
 
-def listing(snapshot):
-    return [[p, st[0], st[1] // 1_000_000] for p, st in sorted(snapshot.items())[:MAX_LISTING]]
+def exit_code(rc):
+    """An exit code as a process has one: sys.exit(2**70) is no 32-bit status."""
+    return rc if isinstance(rc, int) and -(1 << 31) <= rc < (1 << 31) else 1
 
 
 def on_sigint(signum, frame):
@@ -383,7 +433,11 @@ def main():
     sys.stdin = open(os.devnull)
     sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
-    os.makedirs(OUTPUTS, exist_ok=True)
+    os.close(fsop.open_root())  # gives the workspace back to its owner if the code locked it
+    try:
+        os.makedirs(OUTPUTS, exist_ok=True)
+    except OSError:  # the code put a file or a link there: its business, not a reason not to start
+        pass
     os.chdir(WORKSPACE)
     prepare_matplotlib()
     signal.signal(signal.SIGINT, on_sigint)
@@ -406,8 +460,6 @@ def main():
         if req.get("op") == "exec":
             results = Results(req.get("id"))
             execute(req, pumps, results)
-        elif req.get("op") == "list":
-            emit(ev="listing", id=req.get("id"), workspace=listing(snapshot_workspace()))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/codeinterp/codeinterp/internal/service"
 	"github.com/labstack/echo/v4"
@@ -96,10 +95,9 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			if msg, ok := httpErr.Message.(string); ok && httpErr.Code != http.StatusInternalServerError {
 				apiErr.Message = msg
 			}
-		case strings.Contains(err.Error(), "OOM command not allowed"):
-			// Redis is at its maxmemory (noeviction): nothing was written; retry later.
-			apiErr = &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", RetryAfter: 5,
-				Message: "the service's record store is full; retry later"}
+		case service.Outage(err) != nil:
+			// Redis is down, restarting, loading its data or full: retry later.
+			apiErr = fromService(service.Outage(err))
 		default:
 			apiErr = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error; the request id is in the X-Request-Id header"}
 		}

@@ -84,7 +84,8 @@ func (s *Server) putThreadFile(c echo.Context) error {
 }
 
 // getThreadFile is GET /v1/threads/{id}/files/{path}: a redirect to a presigned URL of
-// the file as it is after the thread's earlier executions, or with ?inline=1 the bytes.
+// the file as it is after the thread's earlier executions, or with ?inline=1 the bytes
+// (never as a page a browser would run: setFileHeaders).
 func (s *Server) getThreadFile(c echo.Context) error {
 	ctx := c.Request().Context()
 	f, err := s.svc.GetFile(ctx, tenantOf(c), c.Param("id"), c.Param("*"))
@@ -104,6 +105,8 @@ func (s *Server) getThreadFile(c echo.Context) error {
 		return err
 	}
 	defer rc.Close()
-	c.Response().Header().Set(echo.HeaderContentLength, strconv.FormatInt(obj.Size, 10))
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentLength, strconv.FormatInt(obj.Size, 10))
+	setFileHeaders(h, f.ContentType, path.Base(f.Name))
 	return c.Stream(http.StatusOK, f.ContentType, rc)
 }

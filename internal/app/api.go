@@ -23,8 +23,11 @@ type API struct {
 	cfg     config.Config
 }
 
-// API builds the HTTP API and starts its end-of-execution subscription (waiting for
-// Redis up to a minute). Call Close when done.
+// API builds the HTTP API and starts its end-of-execution subscription. It does not
+// wait for Redis: while Redis is down or loading its data the API already serves,
+// answering 503 with Retry-After to the requests that need Redis and saying why on
+// /readyz, and the subscription connects as soon as Redis answers. Call Close when
+// done.
 func (a *App) API(ctx context.Context) (*API, error) {
 	cfg := a.Config
 	keysFile := ""
@@ -44,7 +47,7 @@ func (a *App) API(ctx context.Context) (*API, error) {
 		return nil, err
 	}
 	waiter := a.Records.NewWaiter()
-	if err := WaitFor(ctx, "redis", waiter.Start); err != nil {
+	if err := waiter.Start(ctx); err != nil {
 		return nil, err
 	}
 	svc := service.New(service.Config{

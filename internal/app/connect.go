@@ -11,7 +11,9 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -48,6 +50,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error
 	// canceled context end a blocking read.
 	opts.PoolSize = max(opts.PoolSize, 64)
 	opts.ContextTimeoutEnabled = true
+	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{log}) })
 	rdb := redis.NewClient(opts)
 	sopts := *opts
 	sopts.PoolSize = cfg.StreamPool
@@ -81,4 +84,17 @@ func (a *App) Close() {
 	a.Tasks.Close()
 	a.Streams.Close()
 	a.Redis.Close()
+}
+
+// redisLogOnce sets go-redis's logger (a global) for the process, once.
+var redisLogOnce sync.Once
+
+// redisLogger passes go-redis's own messages (a dial that failed, a subscription
+// reconnecting) to the process's log at debug level: while Redis is down it says so
+// many times a second, and the API, the worker and the janitor already log what they
+// could not do, at the level it deserves.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }

@@ -14,9 +14,13 @@ import (
 // Janitor builds the janitor of the host whose sandboxes host lists.
 func (a *App) Janitor(host sandbox.Host) *janitor.Janitor {
 	cfg := a.Config
+	id := "janitor-" + cfg.WorkerID
+	if j := a.journal(id); j != nil {
+		host = j.Host(host)
+	}
 	return janitor.New(janitor.Config{
 		Records: a.Records, Threads: a.Threads, Sandboxes: host, Store: a.Store, Tasks: a.janitorTasks(),
-		ID: "janitor-" + cfg.WorkerID, IdlePause: cfg.IdlePause, IdleReap: cfg.IdleReap, StuckAfter: cfg.StuckAfter,
+		ID: id, IdlePause: cfg.IdlePause, IdleReap: cfg.IdleReap, StuckAfter: cfg.StuckAfter,
 		Logger: a.Logger,
 	})
 }

@@ -20,7 +20,7 @@ func TestRedisNearFull(t *testing.T) {
 	addr := testenv.RedisWith(t, "--maxmemory", "8mb", "--maxmemory-policy", "noeviction")
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
-	cfg, err := config.Load(map[string]string{"CODEINTERP_REDIS_FULL_RATIO": "0.9"})
+	cfg, err := config.Load(map[string]string{"CODEINTERP_REDIS_FULL_RATIO": "0.9", "CODEINTERP_DEV_MODE": "true"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,8 @@ import (
 )
 
 // WaitFor calls f until it succeeds, for up to a minute: at start-up under compose,
-// Redis, MinIO or Docker may still be coming up.
+// MinIO or Docker may still be coming up. (Nothing waits for Redis: every binary
+// starts without it and goes on once it answers.)
 func WaitFor(ctx context.Context, what string, f func(context.Context) error) error {
 	deadline := time.Now().Add(time.Minute)
 	for {

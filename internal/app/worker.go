@@ -36,6 +36,9 @@ func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
 	cfg := a.Config
 	cfg.WorkerID = cmp.Or(opt.ID, cfg.WorkerID)
 	hooks, _ := cfg.Webhooks() // validated by config.Load
+	if j := a.journal(cfg.WorkerID); j != nil {
+		rt = j.Runtime(rt)
+	}
 	runner := worker.NewRunner(worker.Config{
 		Records: a.Records, Threads: a.Threads, Artifacts: a.Store,
 		Runtime: rt, Limits: cfg.Limits(), WarmPool: cfg.WarmPool,

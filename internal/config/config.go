@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,11 @@ type Config struct {
 	URLTTL      time.Duration `env:"URL_TTL" envDefault:"1h"`
 	Retention   time.Duration `env:"RETENTION" envDefault:"168h"`
 
+	// MinIO's root credentials: read by the setup step only (cmd/setup), which makes
+	// the bucket-scoped user the services run as. Never give them to the services.
+	S3RootUser     string `env:"S3_ROOT_USER"`
+	S3RootPassword string `env:"S3_ROOT_PASSWORD"`
+
 	APIAddr         string `env:"API_ADDR" envDefault:":8080"`
 	APIKeys         string `env:"API_KEYS"`
 	APIKeysFile     string `env:"API_KEYS_FILE"`
@@ -41,6 +47,7 @@ type Config struct {
 	TimeoutMS      int64         `env:"TIMEOUT_MS" envDefault:"30000"`
 	MaxTimeoutMS   int64         `env:"MAX_TIMEOUT_MS" envDefault:"600000"`
 	SandboxImage   string        `env:"SANDBOX_IMAGE" envDefault:"codeinterp/sandbox:latest"`
+	SandboxRuntime string        `env:"SANDBOX_RUNTIME" envDefault:"runc"` // OCI runtime registered with Docker: runc, or runsc (gVisor)
 	MemoryMB       int64         `env:"MEMORY_MB" envDefault:"512"`
 	CPUs           float64       `env:"CPUS" envDefault:"1"`
 	Pids           int64         `env:"PIDS" envDefault:"128"`
@@ -49,6 +56,9 @@ type Config struct {
 	MaxLogBytes    int64         `env:"MAX_LOG_BYTES" envDefault:"67108864"`
 	SandboxPrefix  string        `env:"SANDBOX_PREFIX" envDefault:"codeinterp"`
 	InterruptGrace time.Duration `env:"INTERRUPT_GRACE" envDefault:"2s"`
+	// SandboxJournal, if set, is a file where workers and janitors append one JSON line
+	// per sandbox operation (sandbox/journal): a test instrument for the fault suite.
+	SandboxJournal string `env:"SANDBOX_JOURNAL"`
 
 	WorkerID              string `env:"WORKER_ID"`
 	WarmPool              int    `env:"WARM_POOL" envDefault:"2"`
@@ -106,6 +116,10 @@ type Config struct {
 
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
+
+	// DevMode allows the demo secrets docker-compose.yml ships (demo.go): for a local
+	// demo or tests only.
+	DevMode bool `env:"DEV_MODE" envDefault:"false"`
 }
 
 // Load reads CODEINTERP_* variables from environ (os.Environ() when nil).
@@ -147,6 +161,10 @@ func namedErrors(err error, prefix string) error {
 	return errors.Join(errs...)
 }
 
+// runtimeName is the shape of a runtime name in Docker's daemon.json; whether the
+// engine knows it is checked by the worker's readiness (sandbox/docker's Ping).
+var runtimeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
 func (c Config) validate() error {
 	var errs []error
 	check := func(ok bool, format string, args ...any) {
@@ -172,6 +190,7 @@ func (c Config) validate() error {
 	check(c.OutputBytes >= 1024, "CODEINTERP_OUTPUT_BYTES %d: want at least 1024", c.OutputBytes)
 	check(c.MaxLogBytes >= int64(c.OutputBytes), "CODEINTERP_MAX_LOG_BYTES %d: want at least CODEINTERP_OUTPUT_BYTES", c.MaxLogBytes)
 	check(c.HeartbeatTTL >= time.Second, "CODEINTERP_HEARTBEAT_TTL %s: want at least 1s", c.HeartbeatTTL)
+	check(runtimeName.MatchString(c.SandboxRuntime), "CODEINTERP_SANDBOX_RUNTIME %q: want the name of an OCI runtime registered with Docker, such as runc or runsc", c.SandboxRuntime)
 	check(c.WarmPool >= 0 && c.MaxSandboxes >= 0 && c.MaxSandboxesPerTenant >= 0, "CODEINTERP_WARM_POOL, _MAX_SANDBOXES and _MAX_SANDBOXES_PER_TENANT must not be negative")
 	check(c.IdlePause > 0 && c.IdleReap > c.IdlePause, "CODEINTERP_IDLE_REAP (%s) must be longer than CODEINTERP_IDLE_PAUSE (%s), both positive", c.IdleReap, c.IdlePause)
 	check(c.JanitorInterval >= 100*time.Millisecond, "CODEINTERP_JANITOR_INTERVAL %s: want at least 100ms", c.JanitorInterval)
@@ -196,6 +215,7 @@ func (c Config) validate() error {
 	check(c.StuckAfter >= time.Minute, "CODEINTERP_STUCK_AFTER %s: want at least 1m", c.StuckAfter)
 	check(c.LogLevel == "debug" || c.LogLevel == "info" || c.LogLevel == "warn" || c.LogLevel == "error", "CODEINTERP_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "CODEINTERP_LOG_FORMAT %q: want text or json", c.LogFormat)
+	errs = append(errs, c.demoSecrets()...)
 	return errors.Join(errs...)
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 func TestDefaults(t *testing.T) {
-	c, err := Load(map[string]string{})
+	c, err := Load(map[string]string{"CODEINTERP_DEV_MODE": "true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,5 +48,22 @@ func TestErrorsHideSecrets(t *testing.T) {
 	_, err := Load(map[string]string{"CODEINTERP_REDIS_URL": "http://:hunter2secret@redis:6379/0"})
 	if err == nil || strings.Contains(err.Error(), "hunter2secret") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The sandbox runtime is runc unless set, and must look like a runtime name: it is
+// passed to the Docker engine, which checks that it is registered.
+func TestSandboxRuntime(t *testing.T) {
+	dev := map[string]string{"CODEINTERP_DEV_MODE": "true"} // the defaults are the demo secrets
+	if c, err := Load(dev); err != nil || c.SandboxRuntime != "runc" {
+		t.Fatalf("default runtime %q, %v", c.SandboxRuntime, err)
+	}
+	if c, err := Load(map[string]string{"CODEINTERP_DEV_MODE": "true", "CODEINTERP_SANDBOX_RUNTIME": "runsc"}); err != nil || c.SandboxRuntime != "runsc" {
+		t.Fatalf("runsc: %q, %v", c.SandboxRuntime, err)
+	}
+	for _, bad := range []string{"run sc", "--runtime=runc", "/usr/bin/runsc", "runc;rm"} {
+		if _, err := Load(map[string]string{"CODEINTERP_SANDBOX_RUNTIME": bad}); err == nil || !strings.Contains(err.Error(), "CODEINTERP_SANDBOX_RUNTIME") {
+			t.Errorf("%q: err = %v", bad, err)
+		}
 	}
 }

@@ -270,11 +270,12 @@ func TestAbuseStuckExecutionsSettled(t *testing.T) {
 	// A thread item its dead owner took and dropped.
 	lost := create("lost", "print('lost')")
 	tk := jobs.NewThreadKey("acme", "lost")
-	if _, err := s.threads.Claim(ctx, tk, "gone-worker"); err != nil {
+	lease, _, err := s.threads.Claim(ctx, tk, "gone-worker")
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{lost.ID, ""} {
-		if got, err := s.threads.Next(ctx, tk, "gone-worker"); err != nil || got != want {
+		if got, err := s.threads.Next(ctx, lease); err != nil || got != want {
 			t.Fatalf("next = %q, %v; want %q", got, err, want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -74,6 +75,9 @@ type stackOptions struct {
 	maxPerTenant    int
 	// env overrides CODEINTERP_* settings, e.g. a quota a test is about.
 	env map[string]string
+	// redisURL is a Redis of the test's own (testenv.NewOwnRedis) instead of a
+	// database of the shared one.
+	redisURL string
 }
 
 // testWorker is one in-process worker.
@@ -121,7 +125,11 @@ func stackConfig(t *testing.T, redisURL string, st storage.Config, prefix string
 		// 400 executions in a burst.
 		"CODEINTERP_QUOTA_RATE": "100000", "CODEINTERP_QUOTA_BURST": "100000", "CODEINTERP_QUOTA_ACTIVE": "100000",
 		"CODEINTERP_QUOTA_THREAD_QUEUE": "100000", "CODEINTERP_QUOTA_STREAMS": "1000",
+		// testenv's MinIO runs with the demo credentials.
+		"CODEINTERP_DEV_MODE": "true",
 	}
+	// The OCI runtime of the sandboxes: runc when unset; `make test-runsc` sets runsc.
+	env["CODEINTERP_SANDBOX_RUNTIME"] = os.Getenv("CODEINTERP_SANDBOX_RUNTIME")
 	for k, v := range opt.env {
 		env[k] = v
 	}
@@ -142,10 +150,18 @@ func stackConfig(t *testing.T, redisURL string, st storage.Config, prefix string
 func newStack(t *testing.T, opt stackOptions) *stack {
 	t.Helper()
 	ctx := context.Background()
-	addr, db := testenv.RedisDB(t)
+	redisURL, prefix := opt.redisURL, ""
+	if redisURL != "" {
+		// The port is the test's own, so it names the test's sandboxes.
+		u, _ := url.Parse(redisURL)
+		prefix = fmt.Sprintf("citest-own-%d-%s", os.Getpid(), u.Port())
+	} else {
+		addr, db := testenv.RedisDB(t)
+		// The process id keeps test binaries run at once (a developer's and CI's, say) apart.
+		redisURL, prefix = fmt.Sprintf("redis://%s/%d", addr, db), fmt.Sprintf("citest-%d-%d", os.Getpid(), db)
+	}
 	storageConfig := testenv.MinIO(t)
-	prefix := fmt.Sprintf("citest-%d", db)
-	cfg := stackConfig(t, fmt.Sprintf("redis://%s/%d", addr, db), storageConfig, prefix, opt)
+	cfg := stackConfig(t, redisURL, storageConfig, prefix, opt)
 	a, err := app.Open(ctx, cfg, discardLogger)
 	if err != nil {
 		t.Fatal(err)

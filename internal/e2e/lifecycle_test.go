@@ -126,6 +126,12 @@ func TestOrphansRemovedAfterWorkerKill(t *testing.T) {
 	p := s.startWorkerProcess(t, bin, "doomed", "CODEINTERP_WARM_POOL=1")
 	s.run(t, map[string]any{"thread_id": "orphan", "code": "open('notes.txt', 'w').write('survives')"})
 	eventually(t, time.Minute, "warm pool filled", func() bool { return len(s.containers(t, s.prefix)) == 2 })
+	// Killed only once its runner has let go of the finished item: a thread with an
+	// item still marked in flight is left for a worker to settle, not reclaimed.
+	eventually(t, time.Minute, "the thread's item no longer in flight", func() bool {
+		st, err := s.threads.State(context.Background(), jobs.NewThreadKey("acme", "orphan"))
+		return err == nil && st.Inflight == ""
+	})
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	_, _ = p.cmd.Process.Wait()
 

@@ -39,6 +39,7 @@ func (s *stack) startWorkerProcess(t *testing.T, bin, id string, env ...string) 
 		"CODEINTERP_HEARTBEAT_TTL="+heartbeatTTL.String(), "CODEINTERP_TASK_CHECK_INTERVAL=50ms",
 		"CODEINTERP_INTERRUPT_GRACE=1s", "CODEINTERP_LOG_LEVEL=debug", "CODEINTERP_WARM_POOL=0",
 		"CODEINTERP_MAX_SANDBOXES=0", "CODEINTERP_MAX_SANDBOXES_PER_TENANT=0",
+		"CODEINTERP_DEV_MODE=true", // the test MinIO's credentials are the demo ones
 	)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf

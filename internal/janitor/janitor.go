@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/codeinterp/codeinterp/jobs"
@@ -58,7 +59,14 @@ type Config struct {
 }
 
 // Janitor sweeps on a schedule.
-type Janitor struct{ cfg Config }
+type Janitor struct {
+	cfg Config
+	// beatFailed and reclaimFrom hold orphan reclamation back after Redis was out of
+	// reach (see sweepOrphans).
+	mu          sync.Mutex
+	beatFailed  bool
+	reclaimFrom time.Time
+}
 
 // New returns a Janitor. It does no I/O.
 func New(cfg Config) *Janitor {

@@ -117,12 +117,18 @@ type env struct {
 	fake    *sandboxtest.Fake
 	store   *fakeStore
 	tasks   *fakeTasks
+	leases  map[jobs.ThreadKey]threadq.Lease // the last claim of each thread
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	addr, db := testenv.RedisDB(t)
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: db})
+	return newEnvOn(t, redis.NewClient(&redis.Options{Addr: addr, DB: db}))
+}
+
+// newEnvOn is newEnv over rdb, closed when the test ends.
+func newEnvOn(t *testing.T, rdb *redis.Client) *env {
+	t.Helper()
 	t.Cleanup(func() { rdb.Close() })
 	clk := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
 	threads := threadq.New(rdb, threadq.Config{Prefix: "ci:", HeartbeatTTL: heartbeatTTL, Now: clk.Now})
@@ -153,9 +159,14 @@ func (e *env) beat(worker string) {
 
 func (e *env) claim(tk jobs.ThreadKey, worker string) {
 	e.t.Helper()
-	if _, err := e.threads.Claim(e.ctx, tk, worker); err != nil {
+	lease, _, err := e.threads.Claim(e.ctx, tk, worker)
+	if err != nil {
 		e.t.Fatalf("claim %s for %s: %v", tk, worker, err)
 	}
+	if e.leases == nil {
+		e.leases = map[jobs.ThreadKey]threadq.Lease{}
+	}
+	e.leases[tk] = lease
 }
 
 // markActive records tk as active at `at`, with a running sandbox.
@@ -599,7 +610,7 @@ func TestReclaimLeavesThreadWithWork(t *testing.T) {
 			id := e.queueWork(tk)
 			wantQueued := []jobs.Kind{""}
 			if tc.inflight {
-				got, err := e.threads.Next(e.ctx, tk, "w-dead")
+				got, err := e.threads.Next(e.ctx, e.leases[tk])
 				if err != nil || got != id {
 					t.Fatalf("next = %q, %v; want %q", got, err, id)
 				}

@@ -13,6 +13,10 @@ import (
 // sweepOrphans removes the sandboxes on this host whose worker is gone: blank and
 // one-off ones outright, a thread's after snapshotting its workspace, so the thread's
 // next execution, on any host, gets its files back.
+//
+// After the janitor found Redis out of reach, it waits a heartbeat TTL from when
+// Redis answers again: every worker's heartbeat is stale after an outage for that
+// reason alone, and live workers beat again within a third of the TTL.
 func (j *Janitor) sweepOrphans(ctx context.Context, rep *Report) error {
 	now := j.cfg.Now()
 	workers := j.cfg.Threads
@@ -21,7 +25,16 @@ func (j *Janitor) sweepOrphans(ctx context.Context, rep *Report) error {
 		return err
 	}
 	// Announce this janitor: it owns, briefly, the threads it reclaims.
-	if err := workers.Beat(ctx, j.cfg.ID, false); err != nil {
+	err = workers.Beat(ctx, j.cfg.ID, false)
+	j.mu.Lock()
+	if err != nil {
+		j.beatFailed = true
+	} else if j.beatFailed {
+		j.beatFailed, j.reclaimFrom = false, now.Add(workers.HeartbeatTTL())
+	}
+	wait := now.Before(j.reclaimFrom)
+	j.mu.Unlock()
+	if err != nil || wait {
 		return err
 	}
 	aliveIDs, err := workers.Alive(ctx)
@@ -79,14 +92,14 @@ func (j *Janitor) reclaimThread(ctx context.Context, tk jobs.ThreadKey, info san
 	if owner, err := threads.OwnerAlive(ctx, tk); err != nil || owner != "" {
 		return err
 	}
-	inflight, err := threads.Claim(ctx, tk, j.cfg.ID)
+	lease, inflight, err := threads.Claim(ctx, tk, j.cfg.ID)
 	if errors.Is(err, threadq.ErrOwned) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer func() { _, _ = threads.Release(context.WithoutCancel(ctx), tk, j.cfg.ID) }()
+	defer func() { _, _ = threads.Release(context.WithoutCancel(ctx), lease) }()
 	if queued, err := threads.Queued(ctx, tk); err != nil || queued > 0 || inflight != "" {
 		return err // work waits: a worker will adopt the sandbox as it is
 	}
@@ -95,6 +108,13 @@ func (j *Janitor) reclaimThread(ctx context.Context, tk jobs.ThreadKey, info san
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	// Fenced with the janitor's lease, the snapshot and the removal are refused if a
+	// worker took the thread over meanwhile (its newer token fences the sandbox).
+	if err := sb.Fence(ctx, lease.Token); errors.Is(err, sandbox.ErrFenced) {
+		return nil
+	} else if err != nil && info.Running {
 		return err
 	}
 	if info.Running {
@@ -112,7 +132,7 @@ func (j *Janitor) reclaimThread(ctx context.Context, tk jobs.ThreadKey, info san
 		}
 		rep.OrphansSaved++
 	}
-	return j.remove(ctx, info, rep)
+	return j.removeOpen(ctx, sb, info, rep)
 }
 
 func (j *Janitor) remove(ctx context.Context, info sandbox.Info, rep *Report) error {
@@ -123,7 +143,16 @@ func (j *Janitor) remove(ctx context.Context, info sandbox.Info, rep *Report) er
 	if err != nil {
 		return err
 	}
+	return j.removeOpen(ctx, sb, info, rep)
+}
+
+// removeOpen removes an opened sandbox; one fenced by a worker that took its thread
+// over meanwhile is that worker's now, and stays.
+func (j *Janitor) removeOpen(ctx context.Context, sb sandbox.Sandbox, info sandbox.Info, rep *Report) error {
 	if err := sb.Remove(ctx); err != nil {
+		if errors.Is(err, sandbox.ErrFenced) {
+			return nil
+		}
 		return err
 	}
 	rep.OrphansRemoved++

@@ -267,10 +267,14 @@ func (e *env) nextStuckPeriod() {
 	}
 }
 
-// next takes the next item of tk for worker, which must be want ("" = none left).
+// next takes the next item of tk for worker, which must hold its last claim and get
+// want ("" = none left).
 func (e *env) next(tk jobs.ThreadKey, worker, want string) {
 	e.t.Helper()
-	got, err := e.threads.Next(e.ctx, tk, worker)
+	if l := e.leases[tk]; l.Worker != worker {
+		e.t.Fatalf("next of %s for %s: the last claim is %s's", tk, worker, l.Worker)
+	}
+	got, err := e.threads.Next(e.ctx, e.leases[tk])
 	if err != nil || got != want {
 		e.t.Fatalf("next of %s = %q, %v; want %q", tk, got, err, want)
 	}

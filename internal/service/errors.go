@@ -3,6 +3,11 @@ package service
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/codeinterp/codeinterp/jobs/quota"
 )
@@ -79,4 +84,38 @@ func asQuota(err error, field string) error {
 // Unavailable reports a request that cannot be served now; the client may retry.
 func Unavailable(format string, args ...any) *Error {
 	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf(format, args...), RetryAfter: 1}
+}
+
+// Outage returns err as an Unavailable *Error when it says that Redis, which every
+// request's state lives in, cannot serve now: it is down or restarting (a refused,
+// reset or timed-out connection), loading its data after a restart (LOADING), in a
+// failover (READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN), out of connections, or full
+// (OOM: maxmemory with noeviction, as shipped). It returns nil for any other error.
+// The API answers these 503 with Retry-After: the client may retry (with the same
+// Idempotency-Key, a retry never submits twice).
+func Outage(err error) *Error {
+	var (
+		op *net.OpError
+		ne net.Error
+	)
+	switch {
+	case err == nil:
+		return nil
+	case redis.IsLoadingError(err):
+		return &Error{Code: CodeUnavailable, RetryAfter: 5,
+			Message: "the service's record store is loading its data after a restart; retry shortly"}
+	case redis.IsOOMError(err):
+		return &Error{Code: CodeUnavailable, RetryAfter: 5,
+			Message: "the service's record store is full; retry later"}
+	case redis.IsReadOnlyError(err), redis.IsMasterDownError(err), redis.IsTryAgainError(err),
+		redis.IsClusterDownError(err), redis.IsMaxClientsError(err),
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed),
+		errors.As(err, &op), errors.As(err, &ne) && ne.Timeout(),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		// The error may name internal addresses: it is logged, not shown.
+		return &Error{Code: CodeUnavailable, RetryAfter: 2,
+			Message: "a store the service needs is unreachable; retry shortly"}
+	}
+	return nil
 }

@@ -108,7 +108,9 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if err := s.dispatch(ctx, ex); err != nil {
 		// Take it back, so the client's retry, with the same key, starts afresh.
 		s.withdraw(ctx, ex, idem.Key)
-		return nil, Unavailable("could not queue the execution: %v", err)
+		// The cause may name internal addresses: it goes to the log, not the client.
+		s.cfg.Logger.Warn("queue execution", "execution", ex.ID, "err", err)
+		return nil, Unavailable("could not queue the execution; retry with the same Idempotency-Key")
 	}
 	return ex, nil
 }

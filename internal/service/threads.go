@@ -44,7 +44,7 @@ func (s *Service) Thread(ctx context.Context, tenant, id string) (*Thread, error
 	if err != nil {
 		return nil, err
 	}
-	queued, err := s.cfg.Threads.Queued(ctx, tk)
+	q, err := s.cfg.Threads.State(ctx, tk)
 	if err != nil {
 		return nil, err
 	}
@@ -52,10 +52,12 @@ func (s *Service) Thread(ctx context.Context, tenant, id string) (*Thread, error
 	if err != nil {
 		return nil, err
 	}
-	if state == nil && queued == 0 {
+	// A new thread's first item may be in flight before the thread has any state (its
+	// owner is still getting it a sandbox): it exists all the same.
+	if state == nil && len(q.Queued) == 0 && q.Inflight == "" {
 		return nil, NotFound("thread " + id)
 	}
-	th := &Thread{ID: id, Sandbox: jobs.SandboxNone, Queued: queued}
+	th := &Thread{ID: id, Sandbox: jobs.SandboxNone, Queued: int64(len(q.Queued))}
 	if state != nil {
 		t := state.LastActiveAt
 		th.LastActiveAt = &t
@@ -100,9 +102,9 @@ func (s *Service) PutFile(ctx context.Context, tenant, id, path string, body io.
 	if err := ValidThread("id", id); err != nil {
 		return "", storage.Object{}, err
 	}
-	name, err := sandbox.CleanPath(path)
+	name, err := ValidName("path", path)
 	if err != nil {
-		return "", storage.Object{}, Invalid("path", "%v", err)
+		return "", storage.Object{}, err
 	}
 	if err := s.cfg.Quotas.Submit(ctx, tenant); err != nil {
 		return "", storage.Object{}, asQuota(err, "")

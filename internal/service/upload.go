@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/codeinterp/codeinterp/jobs"
-	"github.com/codeinterp/codeinterp/sandbox"
 	"github.com/codeinterp/codeinterp/storage"
 )
 
@@ -21,9 +20,12 @@ type Upload struct {
 // Upload stores a file once, for any number of executions. body may be of unknown
 // size (-1).
 func (s *Service) Upload(ctx context.Context, tenant, name string, body io.Reader, size int64) (Upload, error) {
-	clean, err := sandbox.CleanPath(name)
+	if name == "" {
+		return Upload{}, Invalid("name", "give the file a relative name (?name=data.csv)")
+	}
+	clean, err := ValidName("name", name)
 	if err != nil {
-		return Upload{}, Invalid("name", "give the file a relative name (?name=data.csv): %v", err)
+		return Upload{}, err
 	}
 	if err := s.cfg.Quotas.Submit(ctx, tenant); err != nil {
 		return Upload{}, asQuota(err, "")

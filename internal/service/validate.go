@@ -21,8 +21,24 @@ const (
 	maxFiles         = 1000
 )
 
+// Caps that keep every storage key valid: S3 keys are at most 1024 bytes, and MinIO
+// refuses a path segment (between slashes) over 251 bytes (measured against the
+// shipped MinIO: a segment is a file name on its disks, where Linux allows 255 and
+// MinIO adds to the name). The longest key the API
+// writes is a thread operation's input, <tenant>/<thread>/<op id>/inputs/<name>:
+// 64 + 1 + 128 + 1 + 29 + 1 + 7 = 231 bytes before the name (tenants are at most 64
+// bytes, internal/api), so a name of 512 leaves the key at 743 bytes. Uploads are
+// <tenant>/uploads/<ulid>/<name>. Names are checked after cleaning, in bytes of UTF-8.
+const (
+	MaxThreadBytes      = 128 // a thread id
+	MaxNameBytes        = 512 // an input file's workspace-relative name
+	MaxNameSegmentBytes = 250 // one segment of that name
+	// maxObjectBytes bounds a reference to an upload: "uploads/<26-char ulid>/<name>".
+	maxObjectBytes = len("uploads/") + 26 + 1 + MaxNameBytes
+)
+
 var (
-	threadRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+	threadRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 	envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
@@ -110,10 +126,32 @@ func validateWebhookURL(raw string) error {
 
 // ValidThread checks a thread id given in field.
 func ValidThread(field, id string) error {
-	if !threadRE.MatchString(id) || id == "." || id == ".." {
-		return Invalid(field, "must match %s (and not be . or ..)", threadRE)
+	switch {
+	case len(id) > MaxThreadBytes:
+		return Invalid(field, "is %d bytes; thread ids are at most %d", len(id), MaxThreadBytes)
+	case !threadRE.MatchString(id) || id == "." || id == "..":
+		return Invalid(field, "must be 1 to %d of A-Z a-z 0-9 . _ - (and not . or ..)", MaxThreadBytes)
 	}
 	return nil
+}
+
+// ValidName checks an input file's name given in field and returns it cleaned:
+// relative, inside the workspace, and short enough for every storage key it becomes
+// part of.
+func ValidName(field, name string) (string, error) {
+	clean, err := sandbox.CleanPath(name)
+	if err != nil {
+		return "", Invalid(field, "%s", strings.TrimPrefix(err.Error(), sandbox.ErrBadPath.Error()+": "))
+	}
+	if len(clean) > MaxNameBytes {
+		return "", Invalid(field, "is %d bytes; names are at most %d", len(clean), MaxNameBytes)
+	}
+	for _, seg := range strings.Split(clean, "/") {
+		if len(seg) > MaxNameSegmentBytes {
+			return "", Invalid(field, "has a path segment of %d bytes; segments are at most %d", len(seg), MaxNameSegmentBytes)
+		}
+	}
+	return clean, nil
 }
 
 func validateEnv(env map[string]string) error {
@@ -146,9 +184,9 @@ func validateFiles(files []InputFile, lim Limits) ([]validFile, error) {
 	var total int64
 	for i, f := range files {
 		field := fmt.Sprintf("files[%d]", i)
-		name, err := sandbox.CleanPath(f.Name)
+		name, err := ValidName(field+".name", f.Name)
 		if err != nil {
-			return nil, Invalid(field+".name", "%s", strings.TrimPrefix(err.Error(), sandbox.ErrBadPath.Error()+": "))
+			return nil, err
 		}
 		if j, dup := seen[name]; dup {
 			return nil, Invalid(field+".name", "%q is also files[%d]", name, j)
@@ -165,8 +203,8 @@ func validateFiles(files []InputFile, lim Limits) ([]validFile, error) {
 			total += int64(len(data))
 			out = append(out, validFile{name: name, data: data})
 		case f.Object != "":
-			if !strings.HasPrefix(f.Object, "uploads/") || strings.Contains(f.Object, "..") {
-				return nil, Invalid(field+".object", "must be an object returned by POST /v1/files (uploads/...)")
+			if !strings.HasPrefix(f.Object, "uploads/") || strings.Contains(f.Object, "..") || len(f.Object) > maxObjectBytes {
+				return nil, Invalid(field+".object", "must be an object returned by POST /v1/files (uploads/..., at most %d bytes)", maxObjectBytes)
 			}
 			out = append(out, validFile{name: name, object: f.Object})
 		default:

@@ -12,31 +12,26 @@ import (
 )
 
 // collect stores the files the run created or changed, and the full stdout/stderr
-// when the inline copies were cut, and lists them on ex. An output file larger than
-// the workspace (only a sparse file can be) is skipped, and so is every file past
-// Budgets.CollectBytes in all; ex.Notes says which.
+// when the inline copies were cut, and lists them on ex. The outputs are read in one
+// pass (one round trip to the sandbox, none when the run wrote none). An output file
+// larger than the workspace (only a sparse file can be) is skipped, and so is every
+// file past Budgets.CollectBytes in all, and one whose storage key would be invalid
+// (a name too long); ex.Notes says which. The outcome's paths come from the user's
+// process: they are clean workspace paths (out was cleaned), and the sandbox reads
+// them without following links.
 func (r *Runner) collect(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execution, out sandbox.Outcome, stdout, stderr *spool) error {
 	ex.Files = ex.Files[:0]
-	// The kernel's listing tells sizes before a file is opened; it is untrusted, so
-	// the size read with the file is checked again.
-	listed := map[string]int64{}
-	for _, f := range out.Workspace {
-		listed[f.Name] = f.Size
-	}
 	c := collection{workspace: r.limits().Workspace, left: r.cfg.Budgets.CollectBytes}
+	var names []string
 	for _, name := range out.Outputs {
-		if size, ok := listed[name]; ok && !c.fits(name, size) {
+		if err := jobs.CheckKey(jobs.ArtifactKey(ex, name)); err != nil {
+			c.skip(name, "its storage key would be invalid ("+err.Error()+")")
 			continue
 		}
-		f, err := r.storeOutput(ctx, sb, ex, name, c.fits)
-		if errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, errSkipped) {
-			continue // gone or replaced by a link since the run reported it, or too big
-		}
-		if err != nil {
-			return err
-		}
-		c.left -= f.Size
-		ex.Files = append(ex.Files, f)
+		names = append(names, name)
+	}
+	if err := r.collectOutputs(ctx, sb, ex, names, &c); err != nil {
+		return err
 	}
 	ex.Notes = append(ex.Notes, c.notes()...)
 	for _, log := range []struct {
@@ -56,6 +51,51 @@ func (r *Runner) collect(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execu
 	return nil
 }
 
+// collectOutputs stores the named output files, read from the sandbox in one pass;
+// a file whose store failed is read again, alone, for the retries of store.
+func (r *Runner) collectOutputs(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execution, names []string, c *collection) error {
+	if len(names) == 0 {
+		return nil
+	}
+	var again []string
+	err := sb.ReadFiles(ctx, names, sandbox.ReadLimits{Each: c.workspace, Total: max(c.left, 1)}, func(info sandbox.FileInfo, body io.Reader, err error) error {
+		switch {
+		case errors.Is(err, sandbox.ErrTooLarge):
+			if c.fits(info.Name, info.Size) { // the sandbox held it back for a reason of its own
+				c.skip(info.Name, "not read")
+			}
+			return nil
+		case err != nil:
+			return nil // gone, or replaced by a link or a FIFO, since the run reported it
+		case !c.fits(info.Name, info.Size):
+			return nil
+		}
+		f, err := r.storeOnce(ctx, ex, info.Name, func() (io.ReadCloser, int64, error) { return io.NopCloser(body), info.Size, nil })
+		if err != nil {
+			again = append(again, info.Name)
+			return nil
+		}
+		c.left -= f.Size
+		ex.Files = append(ex.Files, f)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range again {
+		f, err := r.storeOutput(ctx, sb, ex, name, c.fits)
+		if errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, errSkipped) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		c.left -= f.Size
+		ex.Files = append(ex.Files, f)
+	}
+	return nil
+}
+
 // maxSkipNotes bounds the notes about skipped output files; one more sums up the rest.
 const maxSkipNotes = 10
 
@@ -69,14 +109,25 @@ type collection struct {
 func (c *collection) fits(name string, size int64) bool {
 	switch {
 	case size > c.workspace:
-		c.skipped = append(c.skipped, fmt.Sprintf("%s skipped: %d bytes, over the %d-byte workspace", name, size, c.workspace))
+		c.skip(name, fmt.Sprintf("%d bytes, over the %d-byte workspace", size, c.workspace))
 	case size > c.left:
-		c.skipped = append(c.skipped, fmt.Sprintf("%s skipped: %d bytes, over the %d bytes left of what one run may collect", name, size, max(c.left, 0)))
+		c.skip(name, fmt.Sprintf("%d bytes, over the %d bytes left of what one run may collect", size, max(c.left, 0)))
 	default:
 		return true
 	}
 	return false
 }
+
+// skip notes that an output file is not stored, and why.
+func (c *collection) skip(name, why string) {
+	if len(name) > maxNoteName { // a name may take 1 KiB; the note need not
+		name = prefix(name, maxNoteName) + "…"
+	}
+	c.skipped = append(c.skipped, name+" skipped: "+why)
+}
+
+// maxNoteName bounds a file name in a note.
+const maxNoteName = 200
 
 func (c *collection) notes() []string {
 	if len(c.skipped) <= maxSkipNotes {

@@ -14,7 +14,7 @@ import (
 func (r *Runner) start(ctx context.Context, ex *jobs.Execution) (bool, error) {
 	now := r.cfg.Now()
 	ex.Status, ex.StartedAt, ex.Worker, ex.Attempt = jobs.Running, &now, r.cfg.Worker, ex.Attempt+1
-	ok, found, err := r.cfg.Records.Transition(ctx, ex, jobs.Queued)
+	ok, found, err := r.transition(ctx, ex, jobs.Queued)
 	if err != nil {
 		return false, err
 	}
@@ -52,11 +52,14 @@ func (r *Runner) execute(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execu
 			stderr.write(ev.Text)
 			events.text(jobs.EventStderr, ev.Text)
 		case sandbox.Result:
-			if results.Admit(ev.Rich) {
+			if ev.Rich.Valid() && results.Admit(ev.Rich) {
 				events.result(ev.Rich)
 			}
 		}
 	})
+	// Whatever the runtime checked, the outcome comes from the user's process: check it
+	// again (paths, sizes, counts, exit code, error sizes).
+	out = out.Clean()
 	// A canceled run was canceled by its user, unless the worker is stopping (or the
 	// task ran past its deadline).
 	workerStopped := ctx.Err() != nil && !errors.Is(context.Cause(ctx), errUserCanceled)
@@ -77,6 +80,7 @@ func (r *Runner) execute(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execu
 		ex.CPUMS = &ms
 	}
 	ex.Sandbox.KernelRestarted = ex.Sandbox.KernelRestarted || out.KernelRestarted
+	ex.Notes = append(ex.Notes, out.Notes...)
 	status, failure := jobs.Status(out.Status), out.Error
 	if workerStopped && out.Status == sandbox.Canceled {
 		status, failure = jobs.Failed, jobs.ErrWorkerStopped.With("the worker stopped while the code ran; the code was interrupted and will not be run again")

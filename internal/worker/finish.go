@@ -2,16 +2,21 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
 // finishBackoff is how long finish waits before each new attempt to save a record's
-// end: about 10 s in all, so a Redis failover does not leave an execution running.
-var finishBackoff = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 2 * time.Second, 4 * time.Second}
+// end: about a minute in all, so neither a Redis failover nor a Redis restart (which
+// loads its data for seconds per GB: DESIGN.md, "Redis durability") leaves an
+// execution running with its outcome lost.
+var finishBackoff = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
+	15 * time.Second, 15 * time.Second, 15 * time.Second}
 
 // finish records the end of ex, retrying a failed save, and adds an execution's use
 // to its tenant's usage. A record that already ended is left alone. A record too
@@ -27,7 +32,12 @@ func (r *Runner) finish(ctx context.Context, ex *jobs.Execution, status jobs.Sta
 		r.cfg.Logger.Warn("execution record over its size limit; cut to fit", "execution", ex.ID, "limit", r.cfg.Budgets.MaxRecordBytes)
 	}
 	for attempt := 0; ; attempt++ {
-		ok, found, err := r.cfg.Records.Transition(ctx, ex, jobs.Queued, jobs.Running)
+		ok, found, err := r.transition(ctx, ex, jobs.Queued, jobs.Running)
+		if errors.Is(err, threadq.ErrLost) {
+			// Another worker holds the thread now: it settles the item (WorkerLost).
+			r.cfg.Logger.Warn("thread taken over; this outcome is not recorded", "execution", ex.ID, "err", err)
+			return err
+		}
 		if err == nil {
 			if !ok {
 				r.cfg.Logger.Info("execution already ended", "execution", ex.ID, "status", found)

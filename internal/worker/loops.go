@@ -56,11 +56,11 @@ func (r *Runner) Shutdown(ctx context.Context) {
 	owned := r.owned
 	r.owned = map[jobs.ThreadKey]*thread{}
 	r.mu.Unlock()
-	for tk, th := range owned {
+	for _, th := range owned {
 		if th.sb != nil {
 			th.sb.Release()
 		}
-		r.letGo(cleanup, tk)
+		r.letGo(cleanup, th.lease)
 	}
 	if r.stopBG != nil {
 		r.stopBG()
@@ -79,9 +79,9 @@ func (r *Runner) shuttingDown() bool {
 }
 
 // letGo releases a thread; if it still has work, it is offered to other workers.
-func (r *Runner) letGo(ctx context.Context, tk jobs.ThreadKey) {
-	if _, err := r.queue.Release(ctx, tk, r.cfg.Worker); err != nil {
-		r.cfg.Logger.Error("release thread", "thread", tk, "err", err)
+func (r *Runner) letGo(ctx context.Context, lease threadq.Lease) {
+	if _, err := r.queue.Release(ctx, lease); err != nil {
+		r.cfg.Logger.Error("release thread", "thread", lease.Thread, "err", err)
 	}
 }
 
@@ -94,6 +94,7 @@ func (r *Runner) heartbeatLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			r.beat(ctx)
+			r.revalidate(ctx)
 			r.sweep(ctx)
 		}
 	}
@@ -104,13 +105,28 @@ func (r *Runner) beat(ctx context.Context) {
 	defer cancel()
 	ready := r.cfg.Runtime.Ping(pctx) == nil
 	if err := r.queue.Beat(ctx, r.cfg.Worker, ready); err != nil {
+		r.beatFailed = true
 		r.cfg.Logger.Warn("heartbeat", "err", err)
+		return
+	}
+	if r.beatFailed {
+		// Redis is back. Every live worker beats again within a third of the TTL.
+		r.beatFailed, r.sweepFrom = false, r.cfg.Now().Add(r.queue.HeartbeatTTL())
 	}
 }
 
 // sweep buries workers whose heartbeat stopped and hands their threads on, and offers
 // again threads that waited too long for an owner.
+//
+// It does nothing while this worker's heartbeats do not get through, and for a TTL
+// after they get through again: Redis was then likely out of every worker's reach (a
+// restart loads its data for seconds per GB), so their heartbeats are stale for that
+// reason alone, and burying live workers would end their running executions
+// WorkerLost and hand their warm threads to others.
 func (r *Runner) sweep(ctx context.Context) {
+	if r.beatFailed || r.cfg.Now().Before(r.sweepFrom) {
+		return
+	}
 	again, err := r.queue.Reoffer(ctx, r.cfg.Now().Add(-2*r.queue.HeartbeatTTL()))
 	if err != nil {
 		r.cfg.Logger.Warn("sweep", "err", err)
@@ -146,7 +162,7 @@ func (r *Runner) wakeLoop(ctx context.Context) {
 			continue
 		}
 		if tk != "" {
-			r.serve(tk, "")
+			r.wake(ctx, tk)
 		}
 	}
 }
@@ -171,15 +187,7 @@ func (r *Runner) offerLoop(ctx context.Context) {
 		}
 		// A worker that dies between taking and claiming loses the offer; the
 		// sweep offers the thread again.
-		inflight, err := r.queue.Claim(ctx, tk, r.cfg.Worker)
-		switch {
-		case errors.Is(err, threadq.ErrOwned):
-			_ = r.queue.Wake(ctx, inflight, tk) // a live owner serves it: nudge it
-		case err != nil:
-			r.cfg.Logger.Warn("claim thread", "thread", tk, "err", err)
-		default:
-			r.serve(tk, inflight)
-		}
+		r.claim(ctx, tk)
 	}
 }
 
@@ -203,4 +211,41 @@ func (r *Runner) pause(ctx context.Context, d time.Duration) bool {
 	case <-time.After(d):
 		return true
 	}
+}
+
+// claim claims thread tk and serves it. A thread this worker holds already (offered
+// twice: re-offered while its first offer waited) is served under the lease it has:
+// claiming it again would change the lease under the item running.
+func (r *Runner) claim(ctx context.Context, tk jobs.ThreadKey) {
+	if lease, ok := r.heldLease(tk); ok {
+		r.serve(lease, "")
+		return
+	}
+	lease, inflight, err := r.queue.Claim(ctx, tk, r.cfg.Worker)
+	switch {
+	case errors.Is(err, threadq.ErrOwned):
+		_ = r.queue.Wake(ctx, inflight, tk) // a live owner serves it: nudge it
+	case err != nil:
+		r.cfg.Logger.Warn("claim thread", "thread", tk, "err", err)
+	default:
+		r.serve(lease, inflight)
+	}
+}
+
+// wake serves an owned thread the API woke. A thread this worker does not hold (it
+// was dropped, or its lease lost to a Redis failover) is claimed afresh: the API
+// wakes whoever Redis names as the owner.
+func (r *Runner) wake(ctx context.Context, tk jobs.ThreadKey) {
+	r.mu.Lock()
+	th := r.owned[tk]
+	var lease threadq.Lease
+	if th != nil && !th.lost {
+		lease = th.lease
+	}
+	r.mu.Unlock()
+	if !lease.Valid() {
+		r.claim(ctx, tk)
+		return
+	}
+	r.serve(lease, "")
 }

@@ -74,6 +74,10 @@ type Runner struct {
 	runners sync.WaitGroup             // thread runners
 	stopBG  context.CancelFunc         //
 	stopped chan struct{}              // closed by Shutdown
+	// beatFailed and sweepFrom hold the sweep back after Redis was out of reach (see
+	// sweep); only Start and the heartbeat loop use them.
+	beatFailed bool
+	sweepFrom  time.Time
 }
 
 // NewRunner returns a Runner. It does no I/O and starts nothing; see Start.

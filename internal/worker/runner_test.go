@@ -600,10 +600,11 @@ func (e *env) settled(tks ...jobs.ThreadKey) {
 func (e *env) takeAsDead(tk jobs.ThreadKey, id string) {
 	e.t.Helper()
 	ctx := e.t.Context()
-	if _, err := e.threads.Claim(ctx, tk, "dead"); err != nil {
+	lease, _, err := e.threads.Claim(ctx, tk, "dead")
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	got, err := e.threads.Next(ctx, tk, "dead")
+	got, err := e.threads.Next(ctx, lease)
 	if err != nil || got != id {
 		e.t.Fatalf("dead worker took %q, %v; want %s", got, err, id)
 	}

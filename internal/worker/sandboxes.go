@@ -16,6 +16,13 @@ import (
 // warm one gets the thread's last snapshot restored, if it has one, and so reports a
 // restarted kernel.
 func (r *Runner) threadSandbox(ctx context.Context, th *thread) (sandbox.Sandbox, jobs.SandboxInfo, error) {
+	if th.sb != nil && th.refence {
+		// Held across a new claim of the thread: fence it with the new lease's token.
+		if err := th.sb.Fence(ctx, r.leaseOf(th).Token); err != nil {
+			return nil, jobs.SandboxInfo{}, err
+		}
+		th.refence = false
+	}
 	if th.sb != nil {
 		resumed, err := th.sb.Resume(ctx)
 		if err != nil {
@@ -49,7 +56,8 @@ func (r *Runner) threadSandbox(ctx context.Context, th *thread) (sandbox.Sandbox
 }
 
 func (r *Runner) threadSpec(th *thread) sandbox.Spec {
-	return sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits, Preload: true}
+	return sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits, Preload: true,
+		Fence: r.leaseOf(th).Token}
 }
 
 func (r *Runner) keep(ctx context.Context, th *thread, sb sandbox.Sandbox, info jobs.SandboxInfo) (sandbox.Sandbox, jobs.SandboxInfo, error) {
@@ -66,12 +74,21 @@ func (r *Runner) keep(ctx context.Context, th *thread, sb sandbox.Sandbox, info 
 func (r *Runner) newThreadSandbox(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
 	if blank := r.pool.take(); blank != nil {
 		err := blank.Assign(ctx, spec.Tenant, spec.Thread)
-		if err == nil {
+		if err != nil {
+			_ = blank.Remove(context.WithoutCancel(ctx))
+			if !errors.Is(err, sandbox.ErrExists) {
+				r.cfg.Logger.Warn("assign pooled sandbox", "thread", spec.Thread, "err", err)
+			}
+		} else {
+			// Fenced before its first run: from now on no older owner of the thread
+			// can adopt it (and kill its kernel). It is the thread's sandbox now, so
+			// it is never removed here: if the fence fails, a newer owner may already
+			// have adopted it and written to its workspace.
+			if err := blank.Fence(ctx, spec.Fence); err != nil {
+				blank.Release()
+				return nil, err
+			}
 			return blank, nil
-		}
-		_ = blank.Remove(context.WithoutCancel(ctx))
-		if !errors.Is(err, sandbox.ErrExists) {
-			r.cfg.Logger.Warn("assign pooled sandbox", "thread", spec.Thread, "err", err)
 		}
 	}
 	sb, err := r.cfg.Runtime.Create(ctx, spec)

@@ -15,7 +15,10 @@ import (
 type thread struct {
 	key        jobs.ThreadKey
 	tenant, id string
+	lease      threadq.Lease   // the claim this worker holds it under; under Runner.mu
+	lost       bool            // the lease was found taken over: drop the thread after the item running
 	sb         sandbox.Sandbox // warm sandbox, nil until an item needs one or after a reap
+	refence    bool            // sb was fenced under an older lease: fence it again before use
 	running    bool            // a runner goroutine serves the thread
 	woken      bool            // woken since the runner last looked at the queue
 	dirty      bool            // the workspace may have changed since the last snapshot
@@ -23,21 +26,34 @@ type thread struct {
 	notes      []string        // for the thread's next execution (its runner's only)
 }
 
-// serve makes sure a runner serves thread tk; inflight is an item a previous owner
-// left in flight. Calling it for a thread already served only makes the runner look
-// at the queue again, so wake-ups are never lost.
-func (r *Runner) serve(tk jobs.ThreadKey, inflight string) {
+// serve makes sure a runner serves the thread of lease; inflight is an item a
+// previous owner left in flight. Calling it for a thread already served only makes
+// the runner look at the queue again, so wake-ups are never lost.
+func (r *Runner) serve(lease threadq.Lease, inflight string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.shuttingDown() {
-		go r.letGo(context.Background(), tk) // claimed just as the worker stops: hand it on
+		go r.letGo(context.Background(), lease) // claimed just as the worker stops: hand it on
 		return
 	}
+	tk := lease.Thread
 	th := r.owned[tk]
 	if th == nil {
 		tenant, id := tk.Split()
 		th = &thread{key: tk, tenant: tenant, id: id}
 		r.owned[tk] = th
+	}
+	if lease.Token > th.lease.Token {
+		// A new claim: the sandbox held under the old one may have been adopted by
+		// another owner meanwhile; the next item finds it again under this lease.
+		// (Tokens of a thread only grow: a lease older than the one held, served
+		// late, changes nothing.)
+		th.lease, th.lost = lease, false
+		if th.sb != nil && !th.running {
+			th.sb.Release()
+			th.sb = nil
+		}
+		th.refence = th.sb != nil
 	}
 	th.woken = true
 	if th.running {
@@ -47,21 +63,43 @@ func (r *Runner) serve(tk jobs.ThreadKey, inflight string) {
 	r.runners.Go(func() { r.runThread(th, inflight) })
 }
 
-// runThread takes the thread's items one by one until its queue is empty.
+// runThread takes the thread's items one by one until its queue is empty. An item
+// taken but neither run nor settled — its record could not be read or its start not
+// recorded, as when Redis failed or this worker's lease of the thread was renewed
+// under it — stays the thread's item in flight: it is taken again, after a pause,
+// before any item behind it. (Taking the next one would overwrite the in-flight mark,
+// and the item would wait queued forever.)
 func (r *Runner) runThread(th *thread, inflight string) {
 	ctx := r.runCtx
-	if inflight != "" {
-		r.recoverInflight(ctx, th, inflight)
-	}
+	pending := inflight
 	for {
 		r.mu.Lock()
 		th.woken = false
+		lease, lost := th.lease, th.lost
+		if lost {
+			r.dropLocked(th) // under the same lock, so a renewal cannot slip in between
+		}
 		r.mu.Unlock()
-		id, err := r.queue.Next(ctx, th.key, r.cfg.Worker)
+		if lost {
+			return
+		}
+		if pending != "" {
+			id := pending
+			if pending = ""; !r.recoverInflight(ctx, th, id) {
+				pending = id
+				if !r.pause(ctx, time.Second) {
+					r.idle(th, true)
+					return
+				}
+			}
+			continue
+		}
+		id, err := r.queue.Next(ctx, lease)
 		switch {
 		case errors.Is(err, threadq.ErrLost):
-			r.drop(th)
-			return
+			if _, ok := r.newerLease(ctx, lease); !ok && r.dropIfLeased(th, lease) {
+				return
+			}
 		case err != nil:
 			r.cfg.Logger.Warn("take next item", "thread", th.key, "err", err)
 			if !r.pause(ctx, time.Second) {
@@ -73,7 +111,13 @@ func (r *Runner) runThread(th *thread, inflight string) {
 				return
 			}
 		default:
-			r.runItem(ctx, th, id)
+			if !r.runItem(ctx, th, id) {
+				pending = id
+				if !r.pause(ctx, time.Second) {
+					r.idle(th, true)
+					return
+				}
+			}
 			if r.shuttingDown() {
 				r.idle(th, true)
 				return
@@ -99,6 +143,25 @@ func (r *Runner) idle(th *thread, force bool) bool {
 func (r *Runner) drop(th *thread) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.dropLocked(th)
+}
+
+// dropIfLeased drops the thread unless its lease was renewed since lease (this worker
+// claimed it again meanwhile); it reports whether it dropped it.
+func (r *Runner) dropIfLeased(th *thread, lease threadq.Lease) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if th.lease != lease && !th.lost {
+		return false
+	}
+	r.dropLocked(th)
+	return true
+}
+
+func (r *Runner) dropLocked(th *thread) {
+	if r.owned[th.key] != th {
+		return
+	}
 	if th.sb != nil {
 		th.sb.Release()
 		th.sb = nil
@@ -115,48 +178,50 @@ func (r *Runner) releaseSlot(tenant string) {
 	}
 }
 
-// recoverInflight settles the item a dead owner had in flight: if its code may have
-// started, it failed; if not, it runs now, still first in line.
-func (r *Runner) recoverInflight(ctx context.Context, th *thread, id string) {
+// recoverInflight settles the item in flight — a dead owner's, or one this runner
+// took and could not start: if its code may have started, it failed; if not, it runs
+// now, still first in line. It reports whether the item is settled (runItem).
+func (r *Runner) recoverInflight(ctx context.Context, th *thread, id string) bool {
 	ex, err := r.cfg.Records.Get(ctx, "", id)
 	for attempt := 1; err != nil && !errors.Is(err, records.ErrNotFound) && attempt < 5 && r.pause(ctx, time.Duration(attempt)*time.Second); attempt++ {
 		ex, err = r.cfg.Records.Get(ctx, "", id)
 	}
+	if errors.Is(err, records.ErrNotFound) {
+		return true
+	}
 	if err != nil {
 		r.cfg.Logger.Warn("load in-flight item", "id", id, "err", err)
-		return
+		return false
 	}
 	switch ex.Status {
 	case jobs.Running:
 		_ = r.finish(ctx, ex, jobs.Failed, jobs.ErrWorkerLost.With(
 			"the worker running this execution died before it finished; it was not re-run because the code may already have had effects"))
 	case jobs.Queued:
-		r.runItem(ctx, th, id)
+		return r.runItem(ctx, th, id)
 	}
+	return true
 }
 
 // runItem runs one queued item of a thread. Items that are no longer queued (a
-// canceled execution) are skipped. An item whose record cannot be read goes back to
-// the head of the queue, to be taken again after a pause.
-func (r *Runner) runItem(ctx context.Context, th *thread, id string) {
+// canceled execution) are skipped. It reports false when the item was neither run
+// nor settled — its record could not be read, or its start could not be recorded —
+// so the runner takes it again (runThread).
+func (r *Runner) runItem(ctx context.Context, th *thread, id string) bool {
 	ex, err := r.cfg.Records.Get(ctx, "", id)
 	if errors.Is(err, records.ErrNotFound) {
 		r.cfg.Logger.Warn("thread item has no record; skipping it", "id", id)
-		return
+		return true
 	}
 	if err != nil {
-		r.cfg.Logger.Warn("load thread item; it goes back to the head of the queue", "id", id, "err", err)
-		if err := r.queue.Requeue(ctx, th.key, r.cfg.Worker, id); err != nil {
-			r.cfg.Logger.Error("requeue thread item", "id", id, "err", err)
-		}
-		r.pause(ctx, time.Second)
-		return
+		r.cfg.Logger.Warn("load thread item; taking it again after a pause", "id", id, "err", err)
+		return false
 	}
 	if ex.Status != jobs.Queued || ex.Tenant != th.tenant || ex.ThreadID != th.id {
-		return
+		return true
 	}
 	if !r.slots.acquire(ctx, th.tenant) {
-		return
+		return false // stopping: it stays in flight for the next owner
 	}
 	defer r.releaseSlot(th.tenant)
 	switch ex.Kind {
@@ -169,24 +234,29 @@ func (r *Runner) runItem(ctx context.Context, th *thread, id string) {
 			r.markActive(ctx, th)
 		}()
 	}
-	switch ex.Kind {
-	case jobs.KindExecution:
-		r.runThreadExecution(ctx, th, ex)
-	default:
-		r.runOp(ctx, th, ex)
+	if ex.Kind == jobs.KindExecution {
+		return r.runThreadExecution(ctx, th, ex)
 	}
+	return r.runOp(ctx, th, ex)
 }
 
-func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *jobs.Execution) {
+// runThreadExecution runs a thread's execution; it reports false when it did not
+// start it (see runItem).
+func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *jobs.Execution) bool {
 	sb, info, err := r.threadSandbox(ctx, th)
-	for attempt := 1; err != nil && attempt < 3 && r.pause(ctx, time.Duration(attempt)*time.Second); attempt++ {
+	for attempt := 1; err != nil && !errors.Is(err, sandbox.ErrFenced) && attempt < 3 && r.pause(ctx, time.Duration(attempt)*time.Second); attempt++ {
 		// The code has not started: a service hiccup is worth another try.
 		r.cfg.Logger.Warn("get thread sandbox; retrying", "thread", th.id, "err", err)
 		sb, info, err = r.threadSandbox(ctx, th)
 	}
+	if errors.Is(err, sandbox.ErrFenced) {
+		// A newer owner holds the thread and its sandbox; it runs this item.
+		r.lose(r.leaseOf(th))
+		return false
+	}
 	if err != nil {
 		_ = r.finish(ctx, ex, jobs.Failed, sandboxError(err))
-		return
+		return true
 	}
 	ex.Sandbox = info
 	ex.Notes, th.notes = append(ex.Notes, th.notes...), nil
@@ -194,11 +264,11 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *jobs.Ex
 	th.dirty, th.lastUsed = true, r.cfg.Now()
 	r.mu.Unlock()
 	if ok, err := r.start(ctx, ex); err != nil || !ok {
-		return
+		return err == nil
 	}
 	if err := r.putInputs(ctx, sb, ex); err != nil {
 		_ = r.finish(ctx, ex, jobs.Failed, sandboxError(err))
-		return
+		return true
 	}
 	_, err = r.execute(ctx, sb, ex, func(ctx context.Context, out sandbox.Outcome) {
 		if out.Workspace != nil { // nil when the kernel died without a listing
@@ -211,6 +281,7 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *jobs.Ex
 		th.sb = nil
 		r.mu.Unlock()
 	}
+	return true
 }
 
 // keepActive refreshes the thread's activity every ActiveEvery until the returned

@@ -9,10 +9,11 @@ import (
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
-// runOp applies a thread operation that is not code, in its place in the queue.
-func (r *Runner) runOp(ctx context.Context, th *thread, op *jobs.Execution) {
+// runOp applies a thread operation that is not code, in its place in the queue. It
+// reports false when it could not record the operation's start (see runItem).
+func (r *Runner) runOp(ctx context.Context, th *thread, op *jobs.Execution) bool {
 	if ok, err := r.start(ctx, op); err != nil || !ok {
-		return
+		return err == nil
 	}
 	var failure *sandbox.Error
 	var err error
@@ -38,6 +39,7 @@ func (r *Runner) runOp(ctx context.Context, th *thread, op *jobs.Execution) {
 		status = jobs.Failed
 	}
 	_ = r.finish(context.WithoutCancel(ctx), op, status, failure)
+	return true
 }
 
 func (r *Runner) putFileOp(ctx context.Context, th *thread, op *jobs.Execution) error {
@@ -62,6 +64,9 @@ func (r *Runner) getFileOp(ctx context.Context, th *thread, op *jobs.Execution) 
 	sb, _, err := r.threadSandbox(ctx, th)
 	if err != nil {
 		return nil, err
+	}
+	if err := jobs.CheckKey(jobs.ArtifactKey(op, op.Path)); err != nil {
+		return jobs.ErrSandboxError.With(fmt.Sprintf("%s cannot be copied out: its storage key would be invalid (%v)", op.Path, err)), nil
 	}
 	// Only a sparse file can be larger than the workspace; copying it would cost its
 	// whole size.

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"cmp"
+	"runtime"
 	"time"
 )
 
@@ -15,6 +16,13 @@ type Config struct {
 	// Prefix names containers and volumes and scopes the label filter, so several
 	// installations (or test runs) can share one Runtime engine.
 	Prefix string
+	// KernelStarts bounds the kernels starting at once on the host (a start imports
+	// numpy, pandas and matplotlib: seconds of CPU); default the number of CPUs. More
+	// at once only makes each slower, until a start outlasts its deadline.
+	KernelStarts int
+	// Runtime is the OCI runtime the engine starts sandboxes with, by the name it is
+	// registered under: "runc" (Docker's own) or "runsc" (gVisor, deploy/runsc.sh).
+	Runtime string
 }
 
 func (c Config) withDefaults() Config {
@@ -23,5 +31,7 @@ func (c Config) withDefaults() Config {
 		Grace:        cmp.Or(c.Grace, 2*time.Second),
 		StartTimeout: cmp.Or(c.StartTimeout, 60*time.Second),
 		Prefix:       cmp.Or(c.Prefix, "codeinterp"),
+		KernelStarts: cmp.Or(c.KernelStarts, runtime.NumCPU()),
+		Runtime:      cmp.Or(c.Runtime, "runc"),
 	}
 }

@@ -3,8 +3,10 @@ package docker_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,24 +21,41 @@ import (
 	"github.com/codeinterp/codeinterp/sandbox/sandboxtest"
 )
 
-// newDocker returns a runtime on the local engine, or fails: these tests need Docker
-// and the sandbox image (`make images`).
+// newDocker returns a runtime on the local engine, or fails: these tests need Docker,
+// the sandbox image (`make images`) and the OCI runtime CODEINTERP_SANDBOX_RUNTIME
+// names (runc when unset; `make runsc` registers runsc).
 func newDocker(t *testing.T, prefix string) *docker.Runtime {
+	t.Helper()
+	d := docker.New(newClient(t), docker.Config{
+		Image:   cmp.Or(os.Getenv("CODEINTERP_SANDBOX_IMAGE"), "codeinterp/sandbox:latest"),
+		Prefix:  prefix,
+		Grace:   time.Second,
+		Runtime: os.Getenv("CODEINTERP_SANDBOX_RUNTIME"),
+	})
+	if err := d.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func newClient(t *testing.T) *client.Client {
 	t.Helper()
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	d := docker.New(cli, docker.Config{
-		Image:  cmp.Or(os.Getenv("CODEINTERP_SANDBOX_IMAGE"), "codeinterp/sandbox:latest"),
-		Prefix: prefix,
-		Grace:  time.Second,
-	})
-	if err := d.Ping(context.Background()); err != nil {
-		t.Fatal(err)
+	return cli
+}
+
+// A runtime the engine does not know makes the runtime unready, saying which.
+func TestDockerPingUnknownRuntime(t *testing.T) {
+	t.Parallel()
+	d := docker.New(newClient(t), docker.Config{Prefix: "citest", Runtime: "no-such-runtime"})
+	err := d.Ping(context.Background())
+	if !errors.Is(err, docker.ErrRuntimeMissing) || !strings.Contains(err.Error(), `"no-such-runtime"`) {
+		t.Fatalf("Ping = %v, want ErrRuntimeMissing naming the runtime", err)
 	}
-	return d
 }
 
 func TestDockerConformance(t *testing.T) {

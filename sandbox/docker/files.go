@@ -2,21 +2,30 @@ package docker
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
+	"strconv"
+	"strings"
 	"time"
-
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/client"
 
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
-// PutFiles writes files into the workspace, creating parent directories, owned by the
-// code's user. Existing files are replaced.
+// The workspace's files are read and written by the file helper (deploy/sandbox/fsop.py)
+// as the code's user, never by the engine: docker cp runs as root and follows links in
+// the parents of a path, so `outputs/etc -> /etc` would serve /etc/shadow and a restore
+// could write through a link into the image. The helper walks every path from a
+// descriptor of /workspace one component at a time, never following a link.
+
+// PutFiles writes files into the workspace as the code's user, creating parent
+// directories; an existing file or link is replaced, never written through. A file
+// whose parent is a link or a file is refused ([sandbox.ErrBadPath]).
 func (s *Sandbox) PutFiles(ctx context.Context, files []sandbox.File) error {
 	if len(files) == 0 {
 		return nil
@@ -28,12 +37,15 @@ func (s *Sandbox) PutFiles(ctx context.Context, files []sandbox.File) error {
 		}
 		files[i].Name = clean
 	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeTar(pw, files)) }()
-	err := s.d.cli.CopyToContainer(ctx, s.id, "/workspace", pr, container.CopyToContainerOptions{})
-	pr.CloseWithError(errors.New("copy ended"))
+	if err := s.resume(ctx); err != nil {
+		return err
+	}
+	res, err := s.write(ctx, func(w io.Writer) error { return writeTar(w, files) })
 	if err != nil {
 		return fmt.Errorf("copy files into %s: %w", s.name, err)
+	}
+	if res.Failed > 0 {
+		return fmt.Errorf("%w: %s", sandbox.ErrBadPath, strings.Join(res.Errors, "; "))
 	}
 	return nil
 }
@@ -52,12 +64,12 @@ func writeTar(w io.Writer, files []sandbox.File) error {
 		}
 	}
 	for _, dir := range sortedByDepth(dirs) {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, Uid: 1000, Gid: 1000, ModTime: now}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, ModTime: now, Format: tar.FormatPAX}); err != nil {
 			return err
 		}
 	}
 	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.Name, Size: f.Size, Mode: 0o644, Uid: 1000, Gid: 1000, ModTime: now}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.Name, Size: f.Size, Mode: 0o644, ModTime: now, Format: tar.FormatPAX}); err != nil {
 			return err
 		}
 		if n, err := io.Copy(tw, io.LimitReader(f.Body, f.Size)); err != nil {
@@ -83,31 +95,58 @@ func sortedByDepth(set map[string]bool) []string {
 	return out
 }
 
-// OpenFile streams one regular file from the workspace. Symbolic links are never
-// followed, so code cannot point a path at a file outside what it could write.
+// writeResult is the file helper's account of a write.
+type writeResult struct {
+	Written int      `json:"written"`
+	Failed  int      `json:"failed"`
+	Errors  []string `json:"errors"` // the first few failures, "path: why"
+}
+
+// write has the file helper unpack the tar archive feed writes.
+func (s *Sandbox) write(ctx context.Context, feed func(io.Writer) error) (writeResult, error) {
+	h, err := s.startHelper(ctx, feed, "write")
+	if err != nil {
+		return writeResult{}, err
+	}
+	line, rerr := io.ReadAll(io.LimitReader(h, 64<<10))
+	ferr := h.Close()
+	var res writeResult
+	if rerr != nil || json.Unmarshal(line, &res) != nil {
+		if ferr != nil {
+			return writeResult{}, ferr
+		}
+		return writeResult{}, fmt.Errorf("file helper failed: %s", h.stderr())
+	}
+	if ferr != nil {
+		return writeResult{}, ferr
+	}
+	res.Errors = sandbox.BoundNotes(res.Errors) // as untrusted as the code
+	if res.Failed > 0 && len(res.Errors) == 0 {
+		res.Errors = []string{fmt.Sprintf("%d entries not written", res.Failed)}
+	}
+	return res, nil
+}
+
+// OpenFile streams one regular file from the workspace, read as the code's user. A
+// link in any component of the path is never followed.
 func (s *Sandbox) OpenFile(ctx context.Context, name string) (io.ReadCloser, sandbox.FileInfo, error) {
 	clean, err := sandbox.CleanPath(name)
 	if err != nil {
 		return nil, sandbox.FileInfo{}, err
 	}
-	rc, _, err := s.d.cli.CopyFromContainer(ctx, s.id, "/workspace/"+clean)
+	if err := s.resume(ctx); err != nil {
+		return nil, sandbox.FileInfo{}, err
+	}
+	r, err := s.startRead(ctx, []string{clean}, sandbox.ReadLimits{})
 	if err != nil {
-		if client.IsErrNotFound(err) {
-			return nil, sandbox.FileInfo{}, fmt.Errorf("%w: %s", sandbox.ErrNoFile, clean)
-		}
-		return nil, sandbox.FileInfo{}, fmt.Errorf("copy %s from %s: %w", clean, s.name, err)
+		return nil, sandbox.FileInfo{}, err
 	}
-	tr := tar.NewReader(rc)
-	hdr, err := tr.Next()
+	info, body, err := r.next()
 	if err != nil {
-		rc.Close()
-		return nil, sandbox.FileInfo{}, fmt.Errorf("read archive of %s: %w", clean, err)
+		r.Close()
+		return nil, sandbox.FileInfo{}, err
 	}
-	if hdr.Typeflag != tar.TypeReg {
-		rc.Close()
-		return nil, sandbox.FileInfo{}, fmt.Errorf("%w: %s", sandbox.ErrNotRegular, clean)
-	}
-	return readCloser{Reader: tr, Closer: rc}, sandbox.FileInfo{Name: clean, Size: hdr.Size, ModTime: hdr.ModTime}, nil
+	return readCloser{Reader: body, Closer: r}, info, nil
 }
 
 type readCloser struct {
@@ -115,35 +154,151 @@ type readCloser struct {
 	io.Closer
 }
 
-// Files lists the regular files in the workspace (at most 1000), asking the kernel.
-func (s *Sandbox) Files(ctx context.Context) ([]sandbox.FileInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, err := s.resumeLocked(ctx); err != nil {
+// ReadFiles streams regular files from the workspace to fn, all through one run of
+// the file helper. See [sandbox.Sandbox.ReadFiles].
+func (s *Sandbox) ReadFiles(ctx context.Context, names []string, limits sandbox.ReadLimits, fn func(sandbox.FileInfo, io.Reader, error) error) error {
+	var ask []string
+	for _, name := range names {
+		if c, err := sandbox.CleanPath(name); err == nil && c == name {
+			ask = append(ask, c)
+		}
+	}
+	var r *fileReader
+	if len(ask) > 0 {
+		if err := s.resume(ctx); err != nil {
+			return err
+		}
+		var err error
+		if r, err = s.startRead(ctx, ask, limits); err != nil {
+			return err
+		}
+		defer r.Close()
+	}
+	for _, name := range names {
+		if len(ask) == 0 || ask[0] != name {
+			if err := fn(sandbox.FileInfo{Name: name}, nil, fmt.Errorf("%w: %q", sandbox.ErrBadPath, name)); err != nil {
+				return err
+			}
+			continue
+		}
+		ask = ask[1:]
+		info, body, err := r.next()
+		if err != nil && !isFileError(err) {
+			return fmt.Errorf("read files of %s: %w", s.name, err)
+		}
+		if err := fn(info, body, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isFileError(err error) bool {
+	return errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) ||
+		errors.Is(err, sandbox.ErrBadPath) || errors.Is(err, sandbox.ErrTooLarge)
+}
+
+// fileReader reads the file helper's answer to a read: a tar stream of one entry per
+// path asked, in order, named by its index (see deploy/sandbox/fsop.py).
+type fileReader struct {
+	*helper
+	tr     *tar.Reader
+	names  []string
+	limits sandbox.ReadLimits
+	i      int
+	sent   int64
+}
+
+func (s *Sandbox) startRead(ctx context.Context, names []string, limits sandbox.ReadLimits) (*fileReader, error) {
+	var in bytes.Buffer
+	for _, n := range names {
+		in.WriteString(n)
+		in.WriteByte(0)
+	}
+	arg := func(n int64) string { return strconv.FormatInt(cmpPositive(n, math.MaxInt64), 10) }
+	h, err := s.startHelper(ctx, func(w io.Writer) error { _, err := w.Write(in.Bytes()); return err },
+		"read", arg(limits.Each), arg(limits.Total))
+	if err != nil {
 		return nil, err
 	}
-	if s.kernel == nil {
-		k, err := s.d.startKernel(ctx, s.id, s.spec.Preload)
-		if err != nil {
-			return nil, fmt.Errorf("restart kernel in %s: %w", s.name, err)
+	var out io.Reader = h
+	if limits.Total > 0 {
+		// What an honest helper sends: the files within Total, and headers.
+		out = io.LimitReader(h, limits.Total+int64(len(names)+2)*8<<10)
+	}
+	return &fileReader{helper: h, tr: tar.NewReader(out), names: names, limits: limits}, nil
+}
+
+func cmpPositive(n, otherwise int64) int64 {
+	if n > 0 {
+		return n
+	}
+	return otherwise
+}
+
+// next returns the next file asked for and a reader of its content, or an error:
+// one of the sandbox's file errors when the helper says why the file was not read,
+// another when the helper broke.
+func (r *fileReader) next() (sandbox.FileInfo, io.Reader, error) {
+	name := r.names[r.i]
+	info := sandbox.FileInfo{Name: name}
+	hdr, err := r.tr.Next()
+	if err != nil {
+		return info, nil, fmt.Errorf("file helper: %w (%s)", cmpErr(err, io.ErrUnexpectedEOF), r.stderr())
+	}
+	if hdr.Name != strconv.Itoa(r.i) || hdr.Typeflag != tar.TypeReg {
+		return info, nil, fmt.Errorf("file helper answered entry %q for file %d", hdr.Name, r.i)
+	}
+	r.i++
+	why := hdr.PAXRecords["CODEINTERP.error"]
+	if why == "" {
+		info.Size, info.ModTime = hdr.Size, hdr.ModTime
+		if !r.limits.Admits(hdr.Size, r.sent) {
+			return info, nil, fmt.Errorf("%w: %s", sandbox.ErrTooLarge, name) // not what the helper was asked
 		}
-		s.kernel, s.restartPending = k, true
+		r.sent += hdr.Size
+		return info, r.tr, nil
 	}
-	id := "list-" + randomHex(4)
-	if err := s.kernel.send(wireRequest{Op: "list", ID: id}); err != nil {
-		return nil, s.lostKernel(ctx, err)
+	switch why {
+	case "nofile":
+		return info, nil, fmt.Errorf("%w: %s", sandbox.ErrNoFile, name)
+	case "notregular":
+		return info, nil, fmt.Errorf("%w: %s (or a link or a file on its path)", sandbox.ErrNotRegular, name)
+	case "badpath":
+		return info, nil, fmt.Errorf("%w: %q", sandbox.ErrBadPath, name)
+	case "toolarge":
+		size, _ := strconv.ParseInt(hdr.PAXRecords["CODEINTERP.size"], 10, 64)
+		info.Size = max(size, 0)
+		return info, nil, fmt.Errorf("%w: %s", sandbox.ErrTooLarge, name)
 	}
-	for {
-		select {
-		case ev, ok := <-s.kernel.events:
-			if !ok {
-				return nil, s.lostKernel(ctx, errors.New("kernel exited while listing files"))
-			}
-			if ev.Ev == "listing" && ev.ID == id {
-				return cleanListing(ev.Workspace), nil
-			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	return info, nil, fmt.Errorf("file helper gave an unknown reason %q for %s", why, name)
+}
+
+// Files lists the regular files in the workspace (at most 1000), walked by the file
+// helper.
+func (s *Sandbox) Files(ctx context.Context) ([]sandbox.FileInfo, error) {
+	if err := s.resume(ctx); err != nil {
+		return nil, err
 	}
+	h, err := s.startHelper(ctx, nil, "list")
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	b, err := io.ReadAll(io.LimitReader(h, 8<<20))
+	var l struct {
+		Files []listingEntry `json:"files"`
+	}
+	if err != nil || json.Unmarshal(b, &l) != nil {
+		return nil, fmt.Errorf("list files of %s: %s", s.name, h.stderr())
+	}
+	return sandbox.Outcome{Workspace: listing(l.Files)}.Clean().Workspace, nil
+}
+
+// resume unpauses the sandbox for an operation that runs a process in it.
+func (s *Sandbox) resume(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.resumeLocked(ctx)
+	return err
 }

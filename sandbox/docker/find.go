@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -60,15 +61,24 @@ func (d *Runtime) find(ctx context.Context, spec sandbox.Spec) (*Sandbox, error)
 			return nil, err
 		}
 	}
+	if spec.Fence > 0 {
+		// Before touching its processes: a newer owner may hold the thread.
+		if err := s.Fence(ctx, spec.Fence); err != nil {
+			return nil, fmt.Errorf("adopt sandbox %s: %w", name, err)
+		}
+	}
 	// What the previous kernel left may still be dying (or a dead worker's last exec
 	// may still land): clear it and start a kernel, a few times if need be.
 	for attempt := 1; ; attempt++ {
 		s.resetKernel(ctx, nil)
-		if s.kernel, err = d.startKernel(ctx, s.id, spec.Preload); err == nil {
+		if s.kernel, err = d.startKernel(ctx, s.id, spec.Preload, s.token); err == nil {
 			break
 		}
-		if attempt == 3 || ctx.Err() != nil {
-			return nil, fmt.Errorf("start kernel in adopted sandbox %s: %w", name, err)
+		if attempt == 3 || ctx.Err() != nil || isFencedStart(err) {
+			if ferr := s.checkFence(ctx); errors.Is(ferr, sandbox.ErrFenced) {
+				err = ferr // killed by the reset of a newer owner, who holds it now
+			}
+			return nil, fmt.Errorf("start kernel in adopted sandbox %s: %w", name, errFencedStart(name, err))
 		}
 	}
 	s.restartPending = true

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"time"
 
@@ -21,35 +22,54 @@ import (
 // chunks of at most 64 KiB, so only forged or broken output comes near it.
 const maxEventLine = 8 << 20
 
-// wireEvent is one line the kernel driver writes. See deploy/sandbox/driver.py.
+// wireEvent is one line the kernel driver writes. See deploy/sandbox/driver.py. The
+// user's code can write any line, so each field is read leniently (a field of the
+// wrong type is left zero) and checked where it is used.
 type wireEvent struct {
-	Ev        string         `json:"ev"`
-	ID        string         `json:"id"`
-	PID       int            `json:"pid"`
-	Name      string         `json:"name"`
-	Text      string         `json:"text"`
-	Type      string         `json:"type"`
-	File      string         `json:"file"`
-	Status    string         `json:"status"`
-	ExitCode  int            `json:"exit_code"`
-	Error     *sandbox.Error `json:"error"`
-	Outputs   []string       `json:"outputs"`
-	Workspace []listingEntry `json:"workspace"`
-	CPUMS     float64        `json:"cpu_ms"`
+	Ev        string             `json:"ev"`
+	ID        string             `json:"id"`
+	Name      string             `json:"name"`
+	Text      string             `json:"text"`
+	Type      string             `json:"type"`
+	File      string             `json:"file"`
+	Status    string             `json:"status"`
+	ExitCode  wireInt            `json:"exit_code"`
+	Error     *sandbox.Error     `json:"error"`
+	Outputs   []string           `json:"outputs"`
+	Workspace []listingEntry     `json:"workspace"`
+	Skipped   map[string]wireInt `json:"skipped"`
+	CPUMS     float64            `json:"cpu_ms"`
 }
 
-// listingEntry is one [path, size, mtime in ms] of the driver's workspace listing.
+// wireInt is a number the kernel sent: anything else is 0 and a number is clamped to
+// 32 bits, so that one odd field never loses the whole event (sys.exit(2**70) must
+// still end the run).
+type wireInt int64
+
+func (n *wireInt) UnmarshalJSON(b []byte) error {
+	var f float64
+	if json.Unmarshal(b, &f) != nil {
+		f = 0
+	}
+	*n = wireInt(min(max(f, math.MinInt32), math.MaxInt32))
+	return nil
+}
+
+// listingEntry is one [path, size, mtime in ms] of the driver's workspace listing;
+// a malformed one has no name, and is dropped.
 type listingEntry sandbox.FileInfo
 
 func (e *listingEntry) UnmarshalJSON(b []byte) error {
 	var raw [3]any
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
+	if json.Unmarshal(b, &raw) != nil {
+		*e = listingEntry{}
+		return nil
 	}
 	name, _ := raw[0].(string)
 	size, _ := raw[1].(float64)
 	mtime, _ := raw[2].(float64)
-	*e = listingEntry{Name: name, Size: int64(size), ModTime: time.UnixMilli(int64(mtime)).UTC()}
+	*e = listingEntry{Name: name, Size: int64(min(max(size, 0), math.MaxInt64/2)),
+		ModTime: time.UnixMilli(int64(min(max(mtime, 0), 1<<50))).UTC()}
 	return nil
 }
 
@@ -68,14 +88,25 @@ type kernel struct {
 	conn   io.WriteCloser
 	close  func()
 	events chan wireEvent // closed when the driver's stdout ends
-	pid    int
 
 	mu   sync.Mutex
 	diag bytes.Buffer // the driver's own stderr, kept for error messages
 }
 
 // startKernel execs the driver in a running sandbox and waits for it to say ready.
-func (d *Runtime) startKernel(ctx context.Context, containerID string, preload bool) (*kernel, error) {
+// With a fencing token, the kernel starts only if no newer owner fenced the sandbox
+// (fence.go).
+func (d *Runtime) startKernel(ctx context.Context, containerID string, preload bool, token int64) (*kernel, error) {
+	// A start that never says ready (an exec the engine never runs) must not hold a
+	// start slot, or the thread's runner, for ever.
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	defer cancel()
+	select {
+	case d.starts <- struct{}{}:
+		defer func() { <-d.starts }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for a kernel start slot: %w", ctx.Err())
+	}
 	env := []string{}
 	if preload {
 		env = append(env, "CODEINTERP_PRELOAD=1")
@@ -84,7 +115,7 @@ func (d *Runtime) startKernel(ctx context.Context, containerID string, preload b
 		User:         codeUser,
 		WorkingDir:   "/workspace",
 		Env:          env,
-		Cmd:          []string{"python3", "/opt/codeinterp/driver.py"},
+		Cmd:          fenced(token, "python3", "/opt/codeinterp/driver.py"),
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -108,9 +139,12 @@ func (d *Runtime) startKernel(ctx context.Context, containerID string, preload b
 	case ev, ok := <-k.events:
 		if !ok || ev.Ev != "ready" {
 			hj.Close()
+			// Say why: a kill (137) is another process's reset or the memory limit.
+			if code, err := d.execExitCode(ctx, created.ID); err == nil {
+				return nil, fmt.Errorf("kernel did not start (exit status %d): %s", code, k.diagnostics())
+			}
 			return nil, fmt.Errorf("kernel did not start: %s", k.diagnostics())
 		}
-		k.pid = ev.PID
 		return k, nil
 	case <-ctx.Done():
 		hj.Close()
@@ -130,7 +164,8 @@ func (k *kernel) decode(r io.Reader) {
 			return
 		}
 		var ev wireEvent
-		if json.Unmarshal(line, &ev) != nil {
+		var typeErr *json.UnmarshalTypeError
+		if err := json.Unmarshal(line, &ev); err != nil && !errors.As(err, &typeErr) {
 			continue // not ours: the code wrote to the protocol descriptor
 		}
 		k.events <- ev

@@ -23,6 +23,9 @@ func (s *Sandbox) Pause(ctx context.Context) error {
 	if s.paused {
 		return nil
 	}
+	if err := s.checkFence(ctx); err != nil {
+		return err
+	}
 	if err := s.d.cli.ContainerPause(ctx, s.id); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", s.name, err)
 	}
@@ -54,6 +57,14 @@ func (s *Sandbox) resumeLocked(ctx context.Context) (bool, error) {
 // the workspace's size of data, so that it can always be restored; and the archive
 // ends after reading twice that much, so no sparse file costs more to snapshot.
 func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
+	if !s.isPaused() {
+		// A stale owner must not save over a newer owner's snapshot. (A paused
+		// sandbox runs nothing to check with; only its owner or the janitor, which
+		// fences first, snapshot one.)
+		if err := s.checkFence(ctx); err != nil {
+			return nil, err
+		}
+	}
 	rc, _, err := s.d.cli.CopyFromContainer(ctx, s.id, "/workspace/.")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot workspace of %s: %w", s.name, err)
@@ -69,16 +80,18 @@ func (s *Sandbox) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	return pr, nil
 }
 
-// Restore unpacks a Snapshot archive into the workspace. Only regular files,
-// directories and symbolic links are restored, owned by the code's user; paths that
-// would leave the workspace are refused.
+// Restore unpacks a Snapshot archive into the workspace, written by the file helper
+// as the code's user. Only regular files, directories and symbolic links are
+// restored; entries whose path is not a clean workspace path, or lies under a link
+// (in the archive or on disk: no link is ever followed), are left out, and the
+// thread goes on with the rest.
 func (s *Sandbox) Restore(ctx context.Context, archive io.Reader) error {
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(rewriteTar(archive, pw, func(name string) string { return name }, tarBudget{}))
-	}()
-	err := s.d.cli.CopyToContainer(ctx, s.id, "/workspace", pr, container.CopyToContainerOptions{})
-	pr.CloseWithError(errors.New("restore ended"))
+	if err := s.resume(ctx); err != nil {
+		return err
+	}
+	_, err := s.write(ctx, func(w io.Writer) error {
+		return rewriteTar(archive, w, func(name string) string { return name }, tarBudget{})
+	})
 	if err != nil {
 		return fmt.Errorf("restore workspace of %s: %w", s.name, err)
 	}
@@ -110,11 +123,13 @@ func (b tarBudget) admit(size, read, kept int64) (keep, more bool) {
 }
 
 // rewriteTar copies the safe entries of a workspace archive, renamed by rename and
-// owned by the code's user, within budget; entries whose new name is empty are
-// dropped.
+// owned by the code's user, within budget. Entries whose new name is empty, is no
+// clean workspace path (longer than sandbox.MaxPathLen: a tree 1,200 deep; a newline)
+// or lies under a link of the archive are skipped, and the copy goes on.
 func rewriteTar(r io.Reader, w io.Writer, rename func(string) string, budget tarBudget) error {
 	tr, tw := tar.NewReader(r), tar.NewWriter(w)
 	var read, kept int64
+	links := map[string]bool{}
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -124,12 +139,8 @@ func rewriteTar(r io.Reader, w io.Writer, rename func(string) string, budget tar
 			return fmt.Errorf("read workspace archive: %w", err)
 		}
 		name := strings.TrimSuffix(rename(hdr.Name), "/")
-		if name == "" || name == "." {
-			continue
-		}
-		if _, err := sandbox.CleanPath(name); err != nil {
-			return fmt.Errorf("workspace archive entry %q: %w", hdr.Name, err)
-		}
+		c, err := sandbox.CleanPath(name)
+		skip := err != nil || c != name || underLink(links, name)
 		switch hdr.Typeflag {
 		case tar.TypeReg:
 			keep, more := budget.admit(hdr.Size, read, kept)
@@ -137,11 +148,17 @@ func rewriteTar(r io.Reader, w io.Writer, rename func(string) string, budget tar
 				return tw.Close()
 			}
 			read += hdr.Size // a skipped entry is read through by tr.Next
-			if !keep {
+			if !keep || skip {
 				continue
 			}
 			kept += hdr.Size
-		case tar.TypeDir, tar.TypeSymlink:
+		case tar.TypeSymlink, tar.TypeDir:
+			if skip {
+				continue
+			}
+			if hdr.Typeflag == tar.TypeSymlink {
+				links[name] = true
+			}
 		default:
 			continue
 		}
@@ -162,6 +179,16 @@ func rewriteTar(r io.Reader, w io.Writer, rename func(string) string, budget tar
 			}
 		}
 	}
+}
+
+// underLink reports whether a parent of name is one of links.
+func underLink(links map[string]bool, name string) bool {
+	for i := range len(name) {
+		if name[i] == '/' && links[name[:i]] {
+			return true
+		}
+	}
+	return false
 }
 
 // Usage is what a sandbox costs the host now.

@@ -57,17 +57,25 @@ func (s *Sandbox) resetKernel(ctx context.Context, k *kernel) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, _, err := s.d.execWait(ctx, s.id, codeUser, "/opt/codeinterp/reset"); err == nil {
+	// Under a token the reset is refused once a newer owner fenced the sandbox: it
+	// must not kill the newer owner's kernel (fence.go).
+	reset := fenced(s.token, "/opt/codeinterp/reset")
+	if _, _, err := s.d.execWait(ctx, s.id, codeUser, reset...); err == nil {
 		return
 	}
-	// A fork bomb may hold every pid, so the reset cannot even start: lend it a few.
-	pids := s.limits.Pids + 16
+	// A fork bomb may hold every pid, so the reset cannot even start: lend it a few,
+	// above the container's own limit (which depends on its runtime: see hostConfig).
+	info, err := s.d.cli.ContainerInspect(ctx, s.id)
+	if err != nil || info.HostConfig.PidsLimit == nil {
+		return
+	}
+	limit := *info.HostConfig.PidsLimit
+	pids := limit + 16
 	if _, err := s.d.cli.ContainerUpdate(ctx, s.id, container.UpdateConfig{Resources: container.Resources{PidsLimit: &pids}}); err != nil {
 		return
 	}
-	_, _, _ = s.d.execWait(ctx, s.id, codeUser, "/opt/codeinterp/reset")
-	pids = s.limits.Pids
-	_, _ = s.d.cli.ContainerUpdate(ctx, s.id, container.UpdateConfig{Resources: container.Resources{PidsLimit: &pids}})
+	_, _, _ = s.d.execWait(ctx, s.id, codeUser, reset...)
+	_, _ = s.d.cli.ContainerUpdate(ctx, s.id, container.UpdateConfig{Resources: container.Resources{PidsLimit: &limit}})
 }
 
 // execWait runs cmd in the container, waits for it and returns its exit code and up to

@@ -23,14 +23,15 @@ func (s *Sandbox) Run(ctx context.Context, req sandbox.Request, onEvent func(san
 	restarted := s.restartPending
 	s.restartPending = false
 	if s.kernel == nil {
-		k, err := s.d.startKernel(ctx, s.id, s.spec.Preload)
-		if err != nil {
+		k, err := s.d.startKernel(ctx, s.id, s.spec.Preload, s.token)
+		if err != nil && !isFencedStart(err) {
 			// Leftovers of the killed kernel (a fork bomb racing the reset) may still
 			// hold every pid: clear them once more and try again.
 			s.resetKernel(context.WithoutCancel(ctx), nil)
-			if k, err = s.d.startKernel(ctx, s.id, s.spec.Preload); err != nil {
-				return sandbox.Outcome{}, fmt.Errorf("restart kernel in %s: %w", s.name, err)
-			}
+			k, err = s.d.startKernel(ctx, s.id, s.spec.Preload, s.token)
+		}
+		if err != nil {
+			return sandbox.Outcome{}, fmt.Errorf("restart kernel in %s: %w", s.name, errFencedStart(s.name, err))
 		}
 		s.kernel, restarted = k, true
 	}
@@ -92,9 +93,9 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req sandbox.Request, onEve
 					onEvent(sandbox.Event{Kind: sandbox.Result, Rich: r})
 				}
 			case "done":
-				out := sandbox.Outcome{Status: sandbox.Succeeded, ExitCode: ev.ExitCode, Error: ev.Error,
+				out := sandbox.Outcome{Status: sandbox.Succeeded, ExitCode: int(ev.ExitCode), Error: ev.Error,
 					Results: results, ResultsTruncated: budget.Truncated(),
-					Outputs: cleanOutputs(ev.Outputs), Workspace: cleanListing(ev.Workspace),
+					Outputs: ev.Outputs, Workspace: listing(ev.Workspace), Notes: skipNotes(ev.Skipped),
 					CPUSeconds: cpuSeconds(ev.CPUMS, time.Since(start), s.limits.CPUs)}
 				if ev.Status != "ok" {
 					out.Status = sandbox.Failed
@@ -105,7 +106,7 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req sandbox.Request, onEve
 				if out.Error != nil && strings.Contains(out.Error.Value, "No space left on device") {
 					out.Error.Value += fmt.Sprintf(" (the workspace is full: it holds %d MiB)", s.limits.Workspace>>20)
 				}
-				return stdout.into(stderr, out), nil
+				return stdout.into(stderr, out.Clean()), nil
 			}
 		case <-timeout:
 			interrupt(sandbox.TimedOut)
@@ -134,35 +135,8 @@ func cpuSeconds(ms float64, wall time.Duration, cpus float64) float64 {
 }
 
 func richOf(ev wireEvent) (sandbox.Rich, bool) {
-	switch ev.Type {
-	case "text/plain", "text/html":
-		return sandbox.Rich{Type: ev.Type, Text: ev.Text}, true
-	case "image/png":
-		p, err := sandbox.CleanPath(ev.File)
-		if err != nil || !sandbox.IsOutput(p) {
-			return sandbox.Rich{}, false
-		}
-		return sandbox.Rich{Type: ev.Type, File: p}, true
-	}
-	return sandbox.Rich{}, false
-}
-
-// maxOutputs bounds how many changed files one run may report.
-const maxOutputs = 1000
-
-// cleanOutputs keeps the kernel's reported paths that are safe, under outputs/, once.
-func cleanOutputs(paths []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, p := range paths {
-		c, err := sandbox.CleanPath(p)
-		if err != nil || !sandbox.IsOutput(c) || seen[c] || len(out) == maxOutputs {
-			continue
-		}
-		seen[c] = true
-		out = append(out, c)
-	}
-	return out
+	r := sandbox.Rich{Type: ev.Type, Text: ev.Text, File: ev.File}
+	return r, r.Valid()
 }
 
 // capText keeps the first max bytes of a stream, cut at a UTF-8 boundary.
@@ -193,12 +167,31 @@ func (c capText) into(stderr capText, out sandbox.Outcome) sandbox.Outcome {
 	return out
 }
 
-func cleanListing(entries []listingEntry) []sandbox.FileInfo {
-	var out []sandbox.FileInfo
+// listing is the kernel's workspace listing, for [sandbox.Outcome.Clean] to check.
+func listing(entries []listingEntry) []sandbox.FileInfo {
+	out := make([]sandbox.FileInfo, 0, min(len(entries), sandbox.MaxOutputs+1))
 	for _, e := range entries {
-		if c, err := sandbox.CleanPath(e.Name); err == nil && len(out) < maxOutputs {
-			out = append(out, sandbox.FileInfo{Name: c, Size: e.Size, ModTime: e.ModTime})
+		if len(out) > sandbox.MaxOutputs {
+			break // one past the bound, so that Clean notes the cut
 		}
+		out = append(out, sandbox.FileInfo(e))
 	}
 	return out
+}
+
+// skipNotes says what the walks of the workspace left out (see deploy/sandbox/fsop.py).
+// The kernel reports counts, so the sentences are the runtime's own.
+func skipNotes(skipped map[string]wireInt) []string {
+	var notes []string
+	for _, n := range []struct{ key, format string }{
+		{"bad_name", "%d workspace entries neither listed nor collected: their names hold control characters or are not UTF-8"},
+		{"too_long", "%d workspace entries neither listed nor collected: their paths pass " + fmt.Sprint(sandbox.MaxPathLen) + " bytes"},
+		{"special", "%d workspace entries neither listed nor collected: FIFOs, sockets or devices, not regular files"},
+		{"stopped", "the workspace walk stopped after %d entries: files past them are neither listed nor collected"},
+	} {
+		if c := skipped[n.key]; c > 0 {
+			notes = append(notes, fmt.Sprintf(n.format, c))
+		}
+	}
+	return notes
 }

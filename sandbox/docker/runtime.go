@@ -5,9 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -39,8 +43,11 @@ func threadName(prefix, tenant, thread string) string {
 // Runtime creates sandboxes on one Docker engine: the [sandbox.Runtime] and
 // [sandbox.Host] of a Docker host.
 type Runtime struct {
-	cli *client.Client
-	cfg Config
+	cli    *client.Client
+	cfg    Config
+	starts chan struct{} // a token per kernel starting now (Config.KernelStarts)
+	// runtimeSeen records that the engine listed cfg.Runtime once.
+	runtimeSeen atomic.Bool
 }
 
 var (
@@ -51,7 +58,8 @@ var (
 
 // New returns a runtime using cli. It does no I/O.
 func New(cli *client.Client, cfg Config) *Runtime {
-	return &Runtime{cli: cli, cfg: cfg.withDefaults()}
+	cfg = cfg.withDefaults()
+	return &Runtime{cli: cli, cfg: cfg, starts: make(chan struct{}, cfg.KernelStarts)}
 }
 
 // Sandbox is one running container with its kernel. Its methods are safe for
@@ -66,6 +74,7 @@ type Sandbox struct {
 	started time.Time
 
 	mu     sync.Mutex
+	token  int64   // the fencing token this handle acts under (fence.go); 0: none
 	kernel *kernel // nil after the kernel died or was killed; restarted by the next run
 	// restartPending makes the next run report KernelRestarted: the sandbox was
 	// adopted with a fresh kernel.
@@ -76,10 +85,17 @@ type Sandbox struct {
 // ID returns the container id.
 func (s *Sandbox) ID() string { return s.id }
 
-// Ping checks that the engine answers and the sandbox image is present.
+// ErrRuntimeMissing means the engine has no OCI runtime by the configured name.
+var ErrRuntimeMissing = errors.New("sandbox runtime not registered with the Docker engine")
+
+// Ping checks that the engine answers, knows the configured OCI runtime and has the
+// sandbox image.
 func (d *Runtime) Ping(ctx context.Context) error {
 	if _, err := d.cli.Ping(ctx); err != nil {
 		return fmt.Errorf("docker ping: %w", err)
+	}
+	if err := d.checkRuntime(ctx); err != nil {
+		return err
 	}
 	if _, err := d.cli.ImageInspect(ctx, d.cfg.Image); err != nil {
 		if client.IsErrNotFound(err) {
@@ -87,6 +103,24 @@ func (d *Runtime) Ping(ctx context.Context) error {
 		}
 		return fmt.Errorf("inspect sandbox image: %w", err)
 	}
+	return nil
+}
+
+// checkRuntime fails unless the engine knows the configured OCI runtime. Once it has
+// (a registration stays), later pings skip the engine's costlier info call.
+func (d *Runtime) checkRuntime(ctx context.Context) error {
+	if d.runtimeSeen.Load() {
+		return nil
+	}
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("docker info: %w", err)
+	}
+	if _, ok := info.Runtimes[d.cfg.Runtime]; !ok {
+		return fmt.Errorf("%w: %q (registered: %s); for gVisor run deploy/runsc.sh (`make runsc`) as root",
+			ErrRuntimeMissing, d.cfg.Runtime, strings.Join(slices.Sorted(maps.Keys(info.Runtimes)), ", "))
+	}
+	d.runtimeSeen.Store(true)
 	return nil
 }
 
@@ -139,12 +173,12 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 
 	created, err := d.cli.ContainerCreate(ctx, &container.Config{
 		Image:           d.cfg.Image,
-		Cmd:             []string{"sleep", "infinity"},
+		Cmd:             keeperCmd(spec.Fence),
 		User:            keeperUser,
 		WorkingDir:      "/workspace",
 		Labels:          maps.Clone(labels),
 		NetworkDisabled: true,
-	}, hostConfig(limits, vol.Name), nil, nil, name)
+	}, hostConfig(limits, vol.Name, d.cfg.Runtime), nil, nil, name)
 	if err != nil {
 		switch {
 		case client.IsErrNotFound(err):
@@ -161,9 +195,9 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 		return nil, fmt.Errorf("start sandbox container: %w", err)
 	}
 
-	s := &Sandbox{d: d, id: created.ID, name: name, volume: vol.Name, spec: spec, limits: limits, started: time.Now()}
-	if s.kernel, err = d.startKernel(ctx, created.ID, spec.Preload); err != nil {
-		return nil, fmt.Errorf("start kernel in %s: %w", name, err)
+	s := &Sandbox{d: d, id: created.ID, name: name, volume: vol.Name, spec: spec, limits: limits, started: time.Now(), token: spec.Fence}
+	if s.kernel, err = d.startKernel(ctx, created.ID, spec.Preload, s.token); err != nil {
+		return nil, fmt.Errorf("start kernel in %s: %w", name, errFencedStart(name, err))
 	}
 	return s, nil
 }
@@ -183,6 +217,15 @@ func (s *Sandbox) Release() {
 // and should be given a context that outlives the caller's cancellation.
 func (s *Sandbox) Remove(ctx context.Context) error {
 	s.mu.Lock()
+	if s.token > 0 {
+		// Retire it first, so no older owner adopts it while it goes, and a newer
+		// owner's sandbox is never removed by an older one.
+		err := s.raiseLocked(ctx, s.token, true)
+		if errors.Is(err, sandbox.ErrFenced) || (err != nil && !gone(err)) {
+			s.mu.Unlock()
+			return err
+		}
+	}
 	if s.kernel != nil {
 		s.kernel.close()
 		s.kernel = nil
@@ -199,6 +242,12 @@ func (s *Sandbox) Remove(ctx context.Context) error {
 		return fmt.Errorf("remove workspace %s: %w", s.volume, err)
 	}
 	return nil
+}
+
+// gone reports whether err says the container is removed or not running, so there
+// are no processes left to fence.
+func gone(err error) bool {
+	return client.IsErrNotFound(err) || errdefs.IsConflict(err)
 }
 
 func randomHex(n int) string {

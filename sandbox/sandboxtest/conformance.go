@@ -43,6 +43,14 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 		{"ForkBomb", testForkBomb},
 		{"PauseResume", testPauseResume},
 		{"SnapshotRestore", testSnapshotRestore},
+		{"LinkedParentRead", testLinkedParentRead},
+		{"LinkedParentWrite", testLinkedParentWrite},
+		{"LinkedParentRestore", testLinkedParentRestore},
+		{"HostileTree", testHostileTree},
+		{"LockedWorkspace", testLockedWorkspace},
+		{"NoSurvivors", testNoSurvivors},
+		{"BigBash", testBigBash},
+		{"ForgedEvents", testForgedEvents},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

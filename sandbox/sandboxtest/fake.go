@@ -120,7 +120,7 @@ func (f *Fake) create(spec sandbox.Spec, blank bool) (sandbox.Sandbox, error) {
 		}
 	}
 	b := &FakeSandbox{f: f, id: id, name: name, tenant: spec.Tenant, thread: spec.Thread, owner: spec.Owner,
-		blank: blank, ofThread: spec.Thread != "", created: f.now(), files: map[string][]byte{}, kernel: true}
+		blank: blank, ofThread: spec.Thread != "", created: f.now(), files: map[string][]byte{}, kernel: true, fence: spec.Fence}
 	f.boxes[id] = b
 	f.created++
 	return b, nil
@@ -145,6 +145,11 @@ func (f *Fake) Find(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, erro
 	}
 	if b.tenant != spec.Tenant || b.thread != spec.Thread {
 		return nil, fmt.Errorf("sandbox %s does not belong to thread %s of %s: refusing it", b.name, spec.Thread, spec.Tenant)
+	}
+	if spec.Fence > 0 {
+		if err := b.raise(spec.Fence); err != nil {
+			return nil, err
+		}
 	}
 	b.paused, b.kernel, b.restartPending = false, true, true
 	b.adoptions++
@@ -208,6 +213,31 @@ type FakeSandbox struct {
 	removed                 bool
 	runs, pauses, adoptions int
 	snapshots               int
+	fence                   int64 // the largest fencing token recorded (Fence)
+}
+
+// Fence records token unless a larger one is recorded (sandbox.ErrFenced). The fake
+// hands every caller the same handle, so only Fence and Find check the token; the
+// Docker runtime's per-handle checks are pinned by its own tests.
+func (b *FakeSandbox) Fence(_ context.Context, token int64) error {
+	b.f.mu.Lock()
+	defer b.f.mu.Unlock()
+	return b.raise(token)
+}
+
+// FenceToken returns the largest fencing token recorded in the sandbox.
+func (b *FakeSandbox) FenceToken() int64 {
+	b.f.mu.Lock()
+	defer b.f.mu.Unlock()
+	return b.fence
+}
+
+func (b *FakeSandbox) raise(token int64) error {
+	if token < b.fence {
+		return fmt.Errorf("%w: %s (token %d, recorded %d)", sandbox.ErrFenced, b.name, token, b.fence)
+	}
+	b.fence = token
+	return nil
 }
 
 // ID returns the sandbox's id.
@@ -315,6 +345,30 @@ func (b *FakeSandbox) OpenFile(_ context.Context, name string) (io.ReadCloser, s
 		return nil, sandbox.FileInfo{}, fmt.Errorf("%w: %s", sandbox.ErrNoFile, clean)
 	}
 	return io.NopCloser(bytes.NewReader(data)), sandbox.FileInfo{Name: clean, Size: int64(len(data))}, nil
+}
+
+// ReadFiles reads workspace files, in order, within limits.
+func (b *FakeSandbox) ReadFiles(ctx context.Context, names []string, limits sandbox.ReadLimits, fn func(sandbox.FileInfo, io.Reader, error) error) error {
+	var sent int64
+	for _, name := range names {
+		rc, info, err := b.OpenFile(ctx, name)
+		if errors.Is(err, errRemoved) {
+			return err
+		}
+		var body io.Reader
+		switch {
+		case err != nil:
+			info.Name = name
+		case !limits.Admits(info.Size, sent):
+			err = fmt.Errorf("%w: %s", sandbox.ErrTooLarge, name)
+		default:
+			body, sent = rc, sent+info.Size
+		}
+		if err := fn(info, body, err); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Files lists the workspace.
