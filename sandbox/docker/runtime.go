@@ -231,17 +231,55 @@ func (s *Sandbox) Remove(ctx context.Context) error {
 		s.kernel = nil
 	}
 	s.mu.Unlock()
-	err := s.d.cli.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true})
+	err := retryTransient(ctx, func() error {
+		return s.d.cli.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true})
+	})
 	if err != nil && !client.IsErrNotFound(err) {
 		return fmt.Errorf("remove sandbox %s: %w", s.name, err)
 	}
 	if s.volume == "" {
 		return nil
 	}
-	if err := s.d.cli.VolumeRemove(ctx, s.volume, true); err != nil && !client.IsErrNotFound(err) {
+	err = retryTransient(ctx, func() error { return s.d.cli.VolumeRemove(ctx, s.volume, true) })
+	if err != nil && !client.IsErrNotFound(err) {
 		return fmt.Errorf("remove workspace %s: %w", s.volume, err)
 	}
 	return nil
+}
+
+// removeRetryFor bounds how long a removal is retried while the engine is still
+// tearing the container down.
+const removeRetryFor = 15 * time.Second
+
+// retryTransient calls op until it succeeds, fails for a reason that lasts, or
+// removeRetryFor passes. Under gVisor the engine can briefly report the sandbox's
+// process as a zombie it "can not kill" while containerd is still reaping it, and
+// a volume stays "in use" until the container is fully gone; both clear by
+// themselves within moments, so a single try would leak the sandbox.
+func retryTransient(ctx context.Context, op func() error) error {
+	deadline := time.Now().Add(removeRetryFor)
+	wait := 50 * time.Millisecond
+	for {
+		err := op()
+		if err == nil || !transientRemoval(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+func transientRemoval(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "is zombie") ||
+		strings.Contains(msg, "already in progress") ||
+		strings.Contains(msg, "volume is in use")
 }
 
 // gone reports whether err says the container is removed or not running, so there
