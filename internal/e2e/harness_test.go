@@ -113,7 +113,7 @@ func stackConfig(t *testing.T, redisURL string, st storage.Config, prefix string
 		"CODEINTERP_S3_ENDPOINT": st.Endpoint, "CODEINTERP_S3_ACCESS_KEY": st.AccessKey, "CODEINTERP_S3_SECRET_KEY": st.SecretKey,
 		"CODEINTERP_S3_BUCKET": st.Bucket, "CODEINTERP_S3_PUBLIC_URL": st.PublicURL,
 		"CODEINTERP_API_KEYS": "acme:key-a,globex:key-b", "CODEINTERP_MAX_REQUEST_BYTES": fmt.Sprint(8 << 20),
-		"CODEINTERP_WORKSPACE_MB": "8", "CODEINTERP_MAX_TIMEOUT_MS": "60000",
+		"CODEINTERP_WORKSPACE_MB": "8", "CODEINTERP_MAX_TIMEOUT_MS": "300000",
 		"CODEINTERP_WEBHOOK_SECRETS": "acme:" + webhookSecret, "CODEINTERP_WEBHOOK_ALLOW": strings.Join(allow, ","),
 		"CODEINTERP_WEBHOOK_TIMEOUT": "5s",
 		"CODEINTERP_SANDBOX_IMAGE":   testenv.Image("sandbox"), "CODEINTERP_SANDBOX_PREFIX": prefix, "CODEINTERP_INTERRUPT_GRACE": "3s",
@@ -312,7 +312,7 @@ func (s *stack) run(t *testing.T, req map[string]any) execution {
 
 func (s *stack) wait(t *testing.T, id string) execution {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		var ex execution
 		if code := s.call(t, "GET", "/v1/executions/"+id+"?wait=30s", nil, &ex); code != http.StatusOK {

@@ -114,7 +114,7 @@ print(os.path.exists("/tmp/pwned.txt"), os.path.exists("/etc/pwned"), open("/tmp
 func TestHostileFilesTreeSurvives(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{})
-	ex := s.runNoted(t, map[string]any{"thread_id": "tree", "timeout_ms": 60000, "code": `import os
+	ex := s.runNoted(t, map[string]any{"thread_id": "tree", "timeout_ms": 300000, "code": `import os
 os.makedirs("outputs", exist_ok=True)
 fd = os.open("outputs", os.O_RDONLY)
 for _ in range(1200):

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,14 @@ import (
 	"github.com/codeinterp/codeinterp/sandbox/docker"
 )
 
-var discardLogger = slog.New(slog.DiscardHandler)
+// discardLogger drops the stack's logs; CODEINTERP_TEST_LOG=1 sends them to stderr,
+// for a failure that needs the worker's side of the story.
+var discardLogger = func() *slog.Logger {
+	if os.Getenv("CODEINTERP_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}()
 
 const chartJob = `import warnings; warnings.simplefilter("error")  # a missing CJK glyph fails the test
 import pandas as pd, matplotlib.pyplot as plt
