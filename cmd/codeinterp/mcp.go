@@ -59,16 +59,27 @@ func mcpBridge(ctx context.Context, baseURL, key string, in io.ReadCloser, out i
 			}
 			return err
 		}
-		if err := remote.Write(ctx, msg); err != nil {
-			req, ok := msg.(*jsonrpc.Request)
-			if !ok || !req.IsCall() {
-				fmt.Fprintln(logw, "codeinterp mcp:", err)
-				continue
-			}
-			if err := local.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: refusal(err)}); err != nil {
-				return err
-			}
-		}
+		// Each message is its own POST, which returns once the service starts its
+		// answer: one that waits (a call with no progress to report) must not hold
+		// back the next, such as the cancellation of another call.
+		go relay(ctx, remote, local, msg, logw)
+	}
+}
+
+// relay sends msg to the service; a call the service does not take is answered
+// with the reason.
+func relay(ctx context.Context, remote, local mcp.Connection, msg jsonrpc.Message, logw io.Writer) {
+	err := remote.Write(ctx, msg)
+	if err == nil {
+		return
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		fmt.Fprintln(logw, "codeinterp mcp:", err)
+		return
+	}
+	if err := local.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: refusal(err)}); err != nil {
+		fmt.Fprintln(logw, "codeinterp mcp:", err)
 	}
 }
 

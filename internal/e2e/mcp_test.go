@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"image"
 	"image/png"
 	"net/http"
 	"strings"
@@ -92,9 +93,17 @@ func exerciseMCP(t *testing.T, s *stack, open opener) {
 		if res.IsError || img == nil || img.MIMEType != "image/png" {
 			t.Fatalf("no image: %v %q", res.IsError, texts(res))
 		}
+		ex := structuredOf[mcpExecution](t, res)
+		var orig image.Config
+		for _, f := range ex.Files {
+			if strings.HasPrefix(f.Name, "outputs/.results/") {
+				orig, _ = png.DecodeConfig(bytes.NewReader(download(t, f.URL)))
+			}
+		}
 		cfg, err := png.DecodeConfig(bytes.NewReader(img.Data))
-		if err != nil || cfg.Width != 1024 || cfg.Height != 512 || len(img.Data) > 256<<10 {
-			t.Fatalf("image %dx%d, %d bytes (%v); want the 2000x1000 figure fitted to 1024x512 and 256 KiB", cfg.Width, cfg.Height, len(img.Data), err)
+		if orig.Width < 1500 || err != nil || cfg.Width != 1024 || cfg.Height != orig.Height*1024/orig.Width || len(img.Data) > 256<<10 {
+			t.Fatalf("image %dx%d, %d bytes (%v); want the %dx%d figure fitted to 1024 pixels wide and 256 KiB",
+				cfg.Width, cfg.Height, len(img.Data), err, orig.Width, orig.Height)
 		}
 	})
 
