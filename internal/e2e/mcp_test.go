@@ -249,6 +249,36 @@ func TestMCPThreadTools(t *testing.T) {
 		}
 	})
 
+	t.Run("hostile arguments are tool errors", func(t *testing.T) {
+		_, ex := runCode(t, cs, "1")
+		for _, c := range []struct {
+			tool string
+			args map[string]any
+			want string
+		}{
+			{"read_file", map[string]any{"path": "../../etc/passwd"}, "invalid_argument: path"},
+			{"read_file", map[string]any{"path": "/etc/passwd"}, "invalid_argument: path"},
+			{"upload_file", map[string]any{"name": "../escape.txt", "content_base64": b64("x")}, "invalid_argument: name"},
+			{"read_file", map[string]any{"path": "a.txt", "thread_id": "bad/id"}, "invalid_argument: thread_id"},
+			{"upload_file", map[string]any{"name": "ok.txt", "content_base64": "!!!"}, "invalid_argument: content_base64"},
+			{"list_files", map[string]any{"path": "../.."}, "invalid_argument: path"},
+			{"list_files", map[string]any{"max_entries": 5000}, "invalid_argument: max_entries"},
+			{"code_interpreter", map[string]any{"code": "1", "files": []map[string]any{{"name": "/etc/passwd", "content_base64": b64("x")}}}, "invalid_argument: files[0].name"},
+			{"code_interpreter", map[string]any{"code": "1", "language": "ruby"}, "language"},
+			{"code_interpreter", map[string]any{"code": "1", "timeout_s": 100000}, "invalid_argument: timeout_s"},
+			{"code_interpreter", map[string]any{"code": "1", "thread_id": "../other"}, "invalid_argument: thread_id"},
+		} {
+			if res := callTool(t, cs, c.tool, c.args); !res.IsError || !strings.Contains(texts(res), c.want) {
+				t.Errorf("%s %v: %v %q, want a tool error naming %q", c.tool, c.args, res.IsError, texts(res), c.want)
+			}
+		}
+		for _, uri := range []string{"codeinterp://threads/" + ex.ThreadID + "/files/../../etc/passwd", "codeinterp://threads/../files/x", "file:///etc/passwd"} {
+			if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri}); err == nil {
+				t.Errorf("resource %s was read", uri)
+			}
+		}
+	})
+
 	t.Run("reset keeps files, drops state", func(t *testing.T) {
 		runCode(t, cs, "y = 7\nopen('keep.txt', 'w').write('kept')")
 		if res := callTool(t, cs, "reset", nil); res.IsError || !structuredOf[struct{ Reset bool }](t, res).Reset {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codeinterp/codeinterp/internal/service"
+	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
@@ -81,7 +83,7 @@ func (s *server) addFileTools(srv *mcp.Server) {
 }
 
 func (s *server) upload(ctx context.Context, req *mcp.CallToolRequest, in uploadInput) (*mcp.CallToolResult, *uploaded, error) {
-	tenant, err := tenantOf(req)
+	tenant, err := tenantOf(req.Extra)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,7 +107,7 @@ func (s *server) upload(ctx context.Context, req *mcp.CallToolRequest, in upload
 }
 
 func (s *server) list(ctx context.Context, req *mcp.CallToolRequest, in listInput) (*mcp.CallToolResult, *listing, error) {
-	tenant, err := tenantOf(req)
+	tenant, err := tenantOf(req.Extra)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,12 +160,12 @@ func (s *server) list(ctx context.Context, req *mcp.CallToolRequest, in listInpu
 }
 
 func isNotFound(err error) bool {
-	se, ok := err.(*service.Error)
-	return ok && se.Code == service.CodeNotFound
+	var se *service.Error
+	return errors.As(err, &se) && se.Code == service.CodeNotFound
 }
 
 func (s *server) read(ctx context.Context, req *mcp.CallToolRequest, in readInput) (*mcp.CallToolResult, *fileRead, error) {
-	tenant, err := tenantOf(req)
+	tenant, err := tenantOf(req.Extra)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,7 +183,7 @@ func (s *server) read(ctx context.Context, req *mcp.CallToolRequest, in readInpu
 	}
 	out := &fileRead{ThreadID: thread, Name: f.Name, Size: f.Size, ContentType: f.ContentType, URL: url}
 	if f.Size <= int64(s.cfg.Limits.InlineBytes) {
-		if data, err := s.readAll(ctx, f.Key, f.Size); err == nil && utf8.Valid(data) && !bytes.ContainsRune(data, 0) {
+		if data, err := s.readAll(ctx, f); err == nil && utf8.Valid(data) && !bytes.ContainsRune(data, 0) {
 			out.Text = string(data)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.Text}}}, out, nil
 		}
@@ -190,16 +192,16 @@ func (s *server) read(ctx context.Context, req *mcp.CallToolRequest, in readInpu
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: url, Name: f.Name, MIMEType: f.ContentType, Size: &size}}}, out, nil
 }
 
-// readAll reads an artifact of at most limit bytes.
-func (s *server) readAll(ctx context.Context, key string, limit int64) ([]byte, error) {
-	rc, _, err := s.svc.OpenFile(ctx, jobsFile(key))
+// readAll reads an artifact, never more than the size it was stored with.
+func (s *server) readAll(ctx context.Context, f jobs.File) ([]byte, error) {
+	rc, _, err := s.svc.OpenFile(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err == nil && int64(len(data)) > limit {
-		err = fmt.Errorf("artifact %s grew past %d bytes", key, limit)
+	data, err := io.ReadAll(io.LimitReader(rc, f.Size+1))
+	if err == nil && int64(len(data)) > f.Size {
+		err = fmt.Errorf("artifact %s is longer than its recorded %d bytes", f.Key, f.Size)
 	}
 	return data, err
 }

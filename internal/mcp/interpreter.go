@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -97,7 +96,7 @@ func ptr[T any](v T) *T { return &v }
 // and runs, then shape its result for a model. Canceling the call cancels the
 // execution.
 func (s *server) interpret(ctx context.Context, req *mcp.CallToolRequest, in runInput) (*mcp.CallToolResult, *execution, error) {
-	tenant, err := tenantOf(req)
+	tenant, err := tenantOf(req.Extra)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -115,7 +114,7 @@ func (s *server) interpret(ctx context.Context, req *mcp.CallToolRequest, in run
 	}
 	ex, err := s.svc.Submit(ctx, tenant, sub, service.Idempotency{})
 	if err != nil {
-		return nil, nil, s.callError("code_interpreter", renameField(err))
+		return nil, nil, s.callError("code_interpreter", err)
 	}
 	ex, err = s.await(ctx, req, tenant, ex)
 	if err != nil {
@@ -144,17 +143,6 @@ func (s *server) interpret(ctx context.Context, req *mcp.CallToolRequest, in run
 	out := structured(view, thread)
 	res := &mcp.CallToolResult{Content: s.content(ctx, ex, view), IsError: ex.Status != jobs.Succeeded}
 	return res, out, nil
-}
-
-// renameField names the fields of a submission as the tool's arguments do.
-func renameField(err error) error {
-	var se *service.Error
-	if errors.As(err, &se) && se.Field == "timeout_ms" {
-		c := *se
-		c.Field, c.Message = "timeout_s", "is out of range: "+se.Message+" (milliseconds)"
-		return &c
-	}
-	return err
 }
 
 func (s *server) maxWait(ex *jobs.Execution) time.Duration {

@@ -28,10 +28,10 @@ func (s *server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if !strings.HasPrefix(uri, resourcePrefix) || !ok || thread == "" || name == "" {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	if req.Extra == nil || req.Extra.TokenInfo == nil || req.Extra.TokenInfo.UserID == "" {
-		return nil, fmt.Errorf("unauthenticated")
+	tenant, err := tenantOf(req.Extra)
+	if err != nil {
+		return nil, err
 	}
-	tenant := req.Extra.TokenInfo.UserID
 	f, err := s.svc.GetFile(ctx, tenant, thread, name)
 	if isNotFound(err) {
 		return nil, mcp.ResourceNotFoundError(uri)
@@ -42,7 +42,7 @@ func (s *server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if f.Size > s.resourceBytes() {
 		return nil, fmt.Errorf("%s is %d bytes, over the %d a resource read returns: use the read_file tool for a download link", name, f.Size, s.resourceBytes())
 	}
-	data, err := s.readAll(ctx, f.Key, f.Size)
+	data, err := s.readAll(ctx, f)
 	if err != nil {
 		return nil, s.callError("resources/read", err)
 	}

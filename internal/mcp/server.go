@@ -118,12 +118,13 @@ func newSessionID() string {
 	return "mcp-" + hex.EncodeToString(b[:])
 }
 
-// tenantOf returns the tenant that the request's API key belongs to.
-func tenantOf(req *mcp.CallToolRequest) (string, error) {
-	if req.Extra == nil || req.Extra.TokenInfo == nil || req.Extra.TokenInfo.UserID == "" {
+// tenantOf returns the tenant that the request's API key belongs to (the bearer
+// middleware put it in the request's token info).
+func tenantOf(extra *mcp.RequestExtra) (string, error) {
+	if extra == nil || extra.TokenInfo == nil || extra.TokenInfo.UserID == "" {
 		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "unauthenticated: send Authorization: Bearer <API key>"}
 	}
-	return req.Extra.TokenInfo.UserID, nil
+	return extra.TokenInfo.UserID, nil
 }
 
 // threadOf returns the thread a call acts on: the one it names, or its session's.
@@ -144,7 +145,16 @@ func (s *server) callError(tool string, err error) error {
 	var se *service.Error
 	switch {
 	case errors.As(err, &se):
-		return errors.New(se.Error())
+		c := *se
+		switch {
+		case c.Field == "id": // the service's name of a thread in a path
+			c.Field = "thread_id"
+		case c.Field == "path" && tool == "upload_file":
+			c.Field = "name"
+		case c.Field == "timeout_ms":
+			c.Field, c.Message = "timeout_s", "is out of range: "+c.Message+" (milliseconds)"
+		}
+		return errors.New(c.Error())
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
 	case service.Outage(err) != nil:

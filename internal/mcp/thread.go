@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/codeinterp/codeinterp/jobs"
 )
 
 type threadInput struct {
@@ -33,7 +31,7 @@ func (s *server) addThreadTools(srv *mcp.Server) {
 }
 
 func (s *server) reset(ctx context.Context, req *mcp.CallToolRequest, in threadInput) (*mcp.CallToolResult, *resetResult, error) {
-	tenant, err := tenantOf(req)
+	tenant, err := tenantOf(req.Extra)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -52,7 +50,7 @@ func (s *server) reset(ctx context.Context, req *mcp.CallToolRequest, in threadI
 }
 
 func (s *server) interrupt(ctx context.Context, req *mcp.CallToolRequest, in threadInput) (*mcp.CallToolResult, *interruptResult, error) {
-	tenant, err := tenantOf(req)
+	tenant, err := tenantOf(req.Extra)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,5 +74,3 @@ func (s *server) addTools(srv *mcp.Server) {
 	s.addFileTools(srv)
 	s.addThreadTools(srv)
 }
-
-func jobsFile(key string) jobs.File { return jobs.File{Key: key} }
