@@ -129,11 +129,12 @@ func texts(res *mcp.CallToolResult) string {
 
 // mcpExecution is code_interpreter's structured result, as a client reads it.
 type mcpExecution struct {
-	ExecutionID string `json:"execution_id"`
-	ThreadID    string `json:"thread_id"`
-	Status      string `json:"status"`
-	Stdout      string `json:"stdout"`
-	Error       *struct {
+	ExecutionID     string `json:"execution_id"`
+	ThreadID        string `json:"thread_id"`
+	Status          string `json:"status"`
+	Stdout          string `json:"stdout"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	Error           *struct {
 		Name, Value, Traceback string
 	} `json:"error"`
 	Files []struct {

@@ -249,6 +249,20 @@ func TestMCPThreadTools(t *testing.T) {
 		}
 	})
 
+	t.Run("long output keeps its head and tail", func(t *testing.T) {
+		// 1.2 MB: past the worker's inline 1 MiB (the tail comes from stdout.log) and
+		// far past the 16 KiB a model is sent.
+		res, ex := runCode(t, cs, "for i in range(100000):\n    print(f'line {i:06d}')")
+		text := texts(res)
+		if res.IsError || !strings.HasPrefix(text, "line 000000\n") || !strings.HasSuffix(text, "line 099999\n\n") ||
+			!strings.Contains(text, "bytes left out; the whole output is the file stdout.log (http") || len(text) > 17<<10 {
+			t.Fatalf("clipped output (%d bytes): %.200q … %.200q", len(text), text, text[max(len(text)-200, 0):])
+		}
+		if !ex.StdoutTruncated || len(ex.Stdout) != 1<<20 {
+			t.Fatalf("structured stdout: %d bytes, truncated %v; want the record's 1 MiB head", len(ex.Stdout), ex.StdoutTruncated)
+		}
+	})
+
 	t.Run("hostile arguments are tool errors", func(t *testing.T) {
 		_, ex := runCode(t, cs, "1")
 		for _, c := range []struct {
