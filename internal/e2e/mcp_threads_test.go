@@ -118,6 +118,7 @@ func TestMCPThreadTools(t *testing.T) {
 			{"code_interpreter", map[string]any{"code": "1", "files": []map[string]any{{"name": "/etc/passwd", "content_base64": b64("x")}}}, "invalid_argument: files[0].name"},
 			{"code_interpreter", map[string]any{"code": "1", "language": "ruby"}, "language"},
 			{"code_interpreter", map[string]any{"code": "1", "timeout_s": 100000}, "invalid_argument: timeout_s"},
+			{"code_interpreter", map[string]any{"code": "1", "timeout_s": 1e300}, "invalid_argument: timeout_s"},
 			{"code_interpreter", map[string]any{"code": "1", "thread_id": "../other"}, "invalid_argument: thread_id"},
 		} {
 			if res := callTool(t, cs, c.tool, c.args); !res.IsError || !strings.Contains(texts(res), c.want) {
