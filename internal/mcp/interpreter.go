@@ -106,8 +106,10 @@ func (s *server) interpret(ctx context.Context, req *mcp.CallToolRequest, in run
 	}
 	sub := service.SubmitRequest{ThreadID: &thread, Language: sandbox.Language(in.Language), Code: &in.Code}
 	if in.TimeoutS != 0 {
-		ms := int64(-1)                           // out of range: the service says so, naming the limit
-		if in.TimeoutS > 0 && in.TimeoutS < 1e9 { // a float64 past int64 converts to anything
+		// Out of range stays out of range (the service says so, naming the limit):
+		// converting a float64 past int64 gives anything.
+		ms := int64(-1)
+		if in.TimeoutS > 0 && in.TimeoutS < 1e9 {
 			ms = int64(math.Ceil(in.TimeoutS * 1000))
 		}
 		sub.TimeoutMS = &ms
