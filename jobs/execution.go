@@ -38,6 +38,7 @@ const (
 	KindDeleteThread Kind = "delete_thread" // remove the sandbox and workspace
 	KindPause        Kind = "pause"         // pause an idle sandbox (after a snapshot)
 	KindReap         Kind = "reap"          // snapshot an idle sandbox and remove it
+	KindReset        Kind = "reset"         // restart the thread's kernel, keep its workspace
 )
 
 // Execution is the record of one execution: what was asked and what happened. It is

@@ -13,6 +13,7 @@ import (
 type bench struct {
 	c   *client.Client
 	url string // the API's base URL
+	key string // its API key
 }
 
 // run submits a request (in the API's JSON shape), waits for it to end and returns

@@ -23,7 +23,7 @@ func main() {
 	prefix := flag.String("prefix", "cibench-rt", "installation prefix of the sandboxes the runtime comparison makes itself")
 	flag.Parse()
 
-	c := bench{c: client.New(*url, *key), url: *url}
+	c := bench{c: client.New(*url, *key), url: *url, key: *key}
 	t := &table{}
 	names := strings.FieldsFunc(*runtimes, func(r rune) bool { return r == ',' })
 	rt := &runtimeBench{c: c, image: *image, prefix: *prefix, n: *n, results: newSideBySide(names)}
@@ -49,6 +49,9 @@ func run(c bench, t *table, rt *runtimeBench, noisyKey, image string, n int) err
 		return err
 	}
 	if err := threads(c, t, n); err != nil {
+		return err
+	}
+	if err := mcpRoundTrip(c, t, n); err != nil {
 		return err
 	}
 	if err := lifecycle(c, t, n); err != nil {

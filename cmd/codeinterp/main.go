@@ -5,6 +5,7 @@
 //	codeinterp files put <thread> <local file> [<workspace path>]
 //	codeinterp files get <thread> <workspace path> [<local file>]
 //	codeinterp exec get <id> | cancel <id>
+//	codeinterp mcp   (an MCP server on stdio, relayed to the service's /mcp)
 //
 // The API is CODEINTERP_URL (default http://localhost:8080) with CODEINTERP_API_KEY,
 // or --url and --api-key before the command. `run` exits with the execution's status:
@@ -36,6 +37,8 @@ commands:
   files get <thread> <path> [<local>]            get a file from a thread's workspace
   exec get <id>                                  show an execution (JSON)
   exec cancel <id>                               cancel an execution
+  mcp                                            serve MCP on stdin/stdout, relayed to URL/mcp:
+                                                 for agent hosts that launch MCP servers
 
 environment: CODEINTERP_URL (default http://localhost:8080), CODEINTERP_API_KEY
 `
@@ -55,7 +58,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	err := dispatch(ctx, client.New(*url, *key), global.Args())
+	var err error
+	if args := global.Args(); len(args) > 0 && args[0] == "mcp" {
+		err = runMCP(ctx, *url, *key, args[1:])
+	} else {
+		err = dispatch(ctx, client.New(*url, *key), args)
+	}
 	var exit exitError
 	switch {
 	case err == nil:

@@ -48,6 +48,9 @@ type Config struct {
 	// Collectors are exported on /metrics beside the API's own.
 	Collectors []prometheus.Collector
 	Logger     *slog.Logger
+	// MCP, if set, is served at /mcp (every method), behind the API's authentication,
+	// body limits and stream accounting (internal/mcp).
+	MCP http.Handler
 }
 
 // Server answers the HTTP API.
@@ -94,6 +97,11 @@ func New(cfg Config) *Server {
 	v1.GET("/threads/:id/files/*", s.getThreadFile, s.longLived(true))
 	v1.POST("/files", s.upload, bodyLimit(up), s.budgeted(up))
 	v1.GET("/usage", s.usage)
+	if cfg.MCP != nil {
+		// Every MCP request may be long-lived (a tool call waits for its execution,
+		// a GET is the session's event stream): each holds one of the tenant's streams.
+		e.Any("/mcp", echo.WrapHandler(cfg.MCP), authenticate(cfg.Keys), s.longLived(true), bodyLimit(req), s.budgeted(req))
+	}
 	s.routes = map[string]bool{}
 	for _, r := range e.Routes() {
 		s.routes[r.Path] = true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codeinterp/codeinterp/internal/api"
 	"github.com/codeinterp/codeinterp/internal/config"
+	"github.com/codeinterp/codeinterp/internal/mcp"
 	"github.com/codeinterp/codeinterp/internal/service"
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/records"
@@ -58,8 +59,15 @@ func (a *App) API(ctx context.Context) (*API, error) {
 			DefaultTimeoutMS: cfg.TimeoutMS, MaxTimeoutMS: cfg.MaxTimeoutMS,
 		},
 	})
+	endpoint := mcp.New(mcp.Config{
+		Service: svc, Tenant: keys.Tenant, Logger: a.Logger, SessionTimeout: cfg.MCPSessionTimeout,
+		Limits: mcp.Limits{
+			TextBytes: cfg.MCPTextBytes, ImageSide: cfg.MCPImageSide, ImageBytes: cfg.MCPImageBytes,
+			FileBytes: cfg.WorkspaceMB << 20, RequestBytes: cfg.MaxRequestBytes,
+		},
+	})
 	srv := api.New(api.Config{
-		Service: svc, Keys: keys, Logger: a.Logger, Collectors: []prometheus.Collector{a.redisMemory()},
+		Service: svc, Keys: keys, MCP: endpoint, Logger: a.Logger, Collectors: []prometheus.Collector{a.redisMemory()},
 		Limits: api.Limits{
 			MaxRequestBytes: cfg.MaxRequestBytes, MaxUploadBytes: cfg.WorkspaceMB << 20, InflightBytes: cfg.InflightBytes,
 			Streams: cfg.StreamPool, TenantStreams: func(t string) int { return a.Quotas.Limits(t).Streams },

@@ -96,6 +96,12 @@ type Config struct {
 	WebhookConcurrency       int `env:"WEBHOOK_CONCURRENCY" envDefault:"8"`
 	WebhookTenantConcurrency int `env:"WEBHOOK_TENANT_CONCURRENCY" envDefault:"2"`
 
+	// The MCP endpoint (/mcp): what a tool result may cost a model, and idle sessions.
+	MCPTextBytes      int           `env:"MCP_TEXT_BYTES" envDefault:"16384"`   // stdout, stderr, a traceback: head and tail kept
+	MCPImageSide      int           `env:"MCP_IMAGE_SIDE" envDefault:"1024"`    // a figure's longer side, in pixels
+	MCPImageBytes     int           `env:"MCP_IMAGE_BYTES" envDefault:"262144"` // a figure's PNG, after downscaling
+	MCPSessionTimeout time.Duration `env:"MCP_SESSION_TIMEOUT" envDefault:"1h"` // an idle session is closed (its thread stays)
+
 	// The janitor ends executions stuck queued or running this long with no live owner.
 	StuckAfter time.Duration `env:"STUCK_AFTER" envDefault:"10m"`
 
@@ -212,6 +218,9 @@ func (c Config) validate() error {
 	_, err = c.Quotas()
 	check(err == nil, "%v", err)
 	check(c.WebhookConcurrency >= 1 && c.WebhookTenantConcurrency >= 1, "CODEINTERP_WEBHOOK_CONCURRENCY and _TENANT_CONCURRENCY: want at least 1")
+	check(c.MCPTextBytes >= 256 && c.MCPImageSide >= 16 && c.MCPImageBytes >= 1024 && c.MCPSessionTimeout >= time.Minute,
+		"CODEINTERP_MCP_TEXT_BYTES (%d) want at least 256, _IMAGE_SIDE (%d) at least 16, _IMAGE_BYTES (%d) at least 1024, _SESSION_TIMEOUT (%s) at least 1m",
+		c.MCPTextBytes, c.MCPImageSide, c.MCPImageBytes, c.MCPSessionTimeout)
 	check(c.StuckAfter >= time.Minute, "CODEINTERP_STUCK_AFTER %s: want at least 1m", c.StuckAfter)
 	check(c.LogLevel == "debug" || c.LogLevel == "info" || c.LogLevel == "warn" || c.LogLevel == "error", "CODEINTERP_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "CODEINTERP_LOG_FORMAT %q: want text or json", c.LogFormat)

@@ -28,6 +28,8 @@ func (r *Runner) runOp(ctx context.Context, th *thread, op *jobs.Execution) bool
 		err = r.pauseOp(ctx, th)
 	case jobs.KindReap:
 		err = r.reapOp(ctx, th)
+	case jobs.KindReset:
+		err = r.resetOp(ctx, th)
 	default:
 		err = fmt.Errorf("unknown operation %q", op.Kind)
 	}
@@ -109,6 +111,24 @@ func (r *Runner) deleteThreadOp(ctx context.Context, th *thread) error {
 		return err
 	}
 	return r.cfg.Records.ForgetThread(ctx, th.key)
+}
+
+// resetOp restarts the thread's kernel: Python state goes, the sandbox and its
+// workspace stay. The warm sandbox's kernel is let go and the sandbox adopted again
+// (which kills whatever the old kernel left and starts a fresh one), so the next run
+// is warm. A thread with no sandbox held here has no kernel state to lose: its next
+// run starts a fresh kernel anyway.
+func (r *Runner) resetOp(ctx context.Context, th *thread) error {
+	r.mu.Lock()
+	sb := th.sb
+	th.sb = nil
+	r.mu.Unlock()
+	if sb == nil {
+		return nil
+	}
+	sb.Release()
+	_, _, err := r.threadSandbox(ctx, th)
+	return err
 }
 
 // markActive records that the thread's owner is working on it, which also restarts
