@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -122,3 +123,21 @@ func TestOneOffRecycledExpire(t *testing.T) {
 }
 
 var _ sandbox.Sandbox = (*sandboxtest.FakeSandbox)(nil)
+
+// A stopping worker removes its idle recycled sandboxes and its one-off pool.
+func TestOneOffSandboxesRemovedAtShutdown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *worker.Config) { c.Recycle, c.OneOffPool = true, 1 })
+	r := worker.NewRunner(e.cfg)
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.oneOff(r, "acme")
+	e.eventually(waitFor, "a recycled sandbox and a pooled one", func() bool { return len(e.fake.Sandboxes()) == 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r.Shutdown(ctx)
+	if n := len(e.fake.Sandboxes()); n != 0 {
+		t.Fatalf("%d sandboxes left after shutdown", n)
+	}
+}

@@ -96,7 +96,7 @@ func (c *recycled) count() int {
 // recycleLoop removes recycled sandboxes idle longer than Config.RecycleIdle until
 // ctx ends, then all of them.
 func (r *Runner) recycleLoop(ctx context.Context) {
-	defer r.removeAll(context.WithoutCancel(ctx), r.recycled.drain())
+	defer func() { r.removeAll(context.WithoutCancel(ctx), r.recycled.drain()) }()
 	t := time.NewTicker(min(max(r.cfg.RecycleIdle/4, 100*time.Millisecond), time.Second)) // in memory: cheap
 	defer t.Stop()
 	for {
