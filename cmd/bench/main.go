@@ -48,6 +48,12 @@ func run(c bench, t *table, rt *runtimeBench, noisyKey, image string, n int) err
 	if err := oneOff(c, t, n); err != nil {
 		return err
 	}
+	if err := oneOffLoad(c, t, image); err != nil {
+		return err
+	}
+	if err := oneOffPool(t, image, rt.prefix); err != nil {
+		return err
+	}
 	if err := threads(c, t, n); err != nil {
 		return err
 	}
@@ -55,6 +61,9 @@ func run(c bench, t *table, rt *runtimeBench, noisyKey, image string, n int) err
 		return err
 	}
 	if err := baselines(t, image, n); err != nil {
+		return err
+	}
+	if err := pickupSweep(c, t, n); err != nil {
 		return err
 	}
 	if err := rt.run(); err != nil {
