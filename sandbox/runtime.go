@@ -18,6 +18,9 @@ var (
 	// ErrFenced means a newer owner of the sandbox's thread has fenced it (see
 	// Sandbox.Fence): the caller holds a stale lease and must stop touching it.
 	ErrFenced = errors.New("sandbox fenced by a newer owner of its thread")
+	// ErrNotRecyclable means Wipe was called on a sandbox not created
+	// [Spec.Recyclable].
+	ErrNotRecyclable = errors.New("sandbox not recyclable")
 )
 
 // Spec describes a sandbox to create.
@@ -33,6 +36,11 @@ type Spec struct {
 	// one-off and blank sandboxes). Create records it in the new sandbox and Find
 	// fences the sandbox with it before touching its processes; see Sandbox.Fence.
 	Fence int64
+	// Recyclable makes a one-off sandbox that Wipe can make blank again: its kernel
+	// is a zygote, preloaded, that forks a fresh interpreter per run. Such a
+	// sandbox belongs to no thread and is never given one (Assign, Find); like a
+	// blank one, Count leaves it out. Only without Thread.
+	Recyclable bool
 }
 
 // Sandbox is one sandbox with its kernel. Implementations are safe for concurrent
@@ -77,6 +85,13 @@ type Sandbox interface {
 	// with what they do, and fail with [ErrFenced] once a newer owner fenced the
 	// sandbox; Remove retires the sandbox so no older owner can adopt it either.
 	Fence(ctx context.Context, token int64) error
+	// Wipe makes a [Spec.Recyclable] sandbox blank again, for another one-off of the
+	// same tenant: every process of the code's user is killed, the workspace, /tmp
+	// ($HOME) and shared memory emptied, System V IPC removed, and a fresh
+	// interpreter, forked from the preloaded zygote, waits with a clean environment.
+	// Any error means the sandbox may still hold something of the runs before:
+	// remove it, never reuse it. Other sandboxes fail with [ErrNotRecyclable].
+	Wipe(ctx context.Context) error
 	// Release lets go of the sandbox without removing it: the kernel ends, the
 	// sandbox and its workspace stay for Find to adopt.
 	Release()

@@ -21,12 +21,17 @@ func main() {
 	n := flag.Int("n", 20, "runs per measurement")
 	runtimes := flag.String("runtimes", "runc,runsc", "OCI runtimes to compare side by side (empty: none)")
 	prefix := flag.String("prefix", "cibench-rt", "installation prefix of the sandboxes the runtime comparison makes itself")
+	oneOffOnly := flag.Bool("oneoff", false, "measure the one-off path only (with its baselines and the pickup sweep)")
 	flag.Parse()
 
 	c := bench{c: client.New(*url, *key), url: *url, key: *key}
 	t := &table{}
 	names := strings.FieldsFunc(*runtimes, func(r rune) bool { return r == ',' })
 	rt := &runtimeBench{c: c, image: *image, prefix: *prefix, n: *n, results: newSideBySide(names)}
+	run := run
+	if *oneOffOnly {
+		run = runOneOff
+	}
 	err := run(c, t, rt, *noisyKey, *image, *n)
 	t.print()
 	if len(rt.results.rows) > 0 {
@@ -48,6 +53,12 @@ func run(c bench, t *table, rt *runtimeBench, noisyKey, image string, n int) err
 	if err := oneOff(c, t, n); err != nil {
 		return err
 	}
+	if err := oneOffLoad(c, t, image); err != nil {
+		return err
+	}
+	if err := oneOffPool(t, image, rt.prefix); err != nil {
+		return err
+	}
 	if err := threads(c, t, n); err != nil {
 		return err
 	}
@@ -60,11 +71,33 @@ func run(c bench, t *table, rt *runtimeBench, noisyKey, image string, n int) err
 	if err := baselines(t, image, n); err != nil {
 		return err
 	}
+	if err := pickupSweep(c, t, n); err != nil {
+		return err
+	}
 	if err := rt.run(); err != nil {
 		return err
 	}
 	// Last: it loads the stack as hard as it can, so nothing after it is measured.
 	return noisy(c, t, c.url, noisyKey, n)
+}
+
+// runOneOff measures what the one-off path costs and buys, beside its baselines.
+func runOneOff(c bench, t *table, rt *runtimeBench, _, image string, n int) error {
+	if err := idleRedis(t, 10*time.Second); err != nil {
+		return err
+	}
+	for _, f := range []func() error{
+		func() error { return oneOff(c, t, n) },
+		func() error { return oneOffLoad(c, t, image) },
+		func() error { return oneOffPool(t, image, rt.prefix) },
+		func() error { return baselines(t, image, n) },
+		func() error { return pickupSweep(c, t, n) },
+	} {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // table collects result rows and prints them aligned.

@@ -6,11 +6,13 @@ process, in one persistent namespace, so state survives between executions.
 
 Requests:  {"op": "exec", "id", "language": "python"|"bash", "code", "env": {}}
            {"op": "interrupt", "id"}
+           {"op": "wipe", "id"}                      (zygote mode only: see zygote.py)
 Events:    {"ev": "ready", "pid", "python"}
            {"ev": "stream", "id", "name": "stdout"|"stderr", "text"}
            {"ev": "result", "id", "type": "text/plain"|"text/html"|"image/png", "text"|"file"}
            {"ev": "done", "id", "status": "ok"|"error", "exit_code", "error", "outputs",
             "workspace": [[path, size, mtime_ms], ...], "skipped": {reason: count}, "cpu_ms"}
+           {"ev": "wiped", "id", "ok", "reason"}    (zygote mode only)
 
 cpu_ms is the CPU time (user + system) the run used: this process's and that of the
 children it waited for (bash, subprocesses, killed strays), for usage accounting.
@@ -67,6 +69,7 @@ def emit(**event):
 
 
 class State:
+    zygote_child = False  # forked by zygote.py: the zygote, not this process, kills strays
     current = None  # id of the running execution
     in_user_code = False
     interrupt = None  # id of the execution the worker asked to interrupt
@@ -365,7 +368,8 @@ def execute(req, pumps, results):
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
-        kill_strays()
+        if not State.zygote_child:  # kill(-1) would kill the zygote too: its wipe kills them
+            kill_strays()
         sync_streams(pumps)
         State.current = None
     cpu_ms = round((cpu_seconds() - cpu_start) * 1000)
@@ -425,7 +429,12 @@ def preload():
     import matplotlib.pyplot  # noqa: F401
 
 
-def main():
+def main(requests=None, ready=None):
+    """Runs the kernel. A zygote's child (zygote.py) reads the requests its zygote
+    forwards from requests, and says it is ready by closing the descriptor ready."""
+    global _requests
+    if requests is not None:
+        _requests, State.zygote_child = requests, True
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -455,7 +464,10 @@ def main():
 
     inbox = queue.Queue()
     threading.Thread(target=read_requests, args=(inbox,), daemon=True).start()
-    emit(ev="ready", pid=os.getpid(), python=sys.version.split()[0])
+    if State.zygote_child:
+        os.close(ready)  # the zygote says ready, or wiped
+    else:
+        emit(ev="ready", pid=os.getpid(), python=sys.version.split()[0])
     while (req := inbox.get()) is not None:
         if req.get("op") == "exec":
             results = Results(req.get("id"))
@@ -463,4 +475,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if os.environ.pop("CODEINTERP_ZYGOTE", "") == "1":
+        import zygote
+        zygote.serve(sys.modules[__name__])
+    else:
+        main()

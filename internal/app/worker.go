@@ -42,6 +42,8 @@ func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
 	runner := worker.NewRunner(worker.Config{
 		Records: a.Records, Threads: a.Threads, Artifacts: a.Store,
 		Runtime: rt, Limits: cfg.Limits(), WarmPool: cfg.WarmPool,
+		OneOffPool: cfg.OneOffPool, Recycle: cfg.OneOffRecycle, RecycleIdle: cfg.OneOffRecycleIdle,
+		RecyclePerTenant: cfg.OneOffRecyclePerTenant, RecycleMax: cfg.OneOffRecycleMax,
 		MaxSandboxes: cfg.MaxSandboxes, MaxPerTenant: cfg.MaxSandboxesPerTenant,
 		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, MaxLog: cfg.MaxLogBytes, Logger: a.Logger,
 		// Activity is refreshed while code runs, often enough that no idle pause

@@ -65,6 +65,14 @@ type Config struct {
 	MaxSandboxes          int    `env:"MAX_SANDBOXES" envDefault:"50"`
 	MaxSandboxesPerTenant int    `env:"MAX_SANDBOXES_PER_TENANT" envDefault:"20"`
 
+	// One-offs (docs/DESIGN.md, "One-off executions"): a pool of recyclable sandboxes,
+	// and wiped sandboxes kept idle for their tenant's next one-off.
+	OneOffPool             int           `env:"ONEOFF_POOL" envDefault:"2"`
+	OneOffRecycle          bool          `env:"ONEOFF_RECYCLE" envDefault:"true"`
+	OneOffRecyclePerTenant int           `env:"ONEOFF_RECYCLE_PER_TENANT" envDefault:"4"`
+	OneOffRecycleMax       int           `env:"ONEOFF_RECYCLE_MAX" envDefault:"8"`
+	OneOffRecycleIdle      time.Duration `env:"ONEOFF_RECYCLE_IDLE" envDefault:"1m"`
+
 	// Budgets of one execution (issue: no tenant can starve the others).
 	MaxResults     int   `env:"MAX_RESULTS" envDefault:"100"`           // rich results kept
 	MaxResultBytes int   `env:"MAX_RESULT_BYTES" envDefault:"4194304"`  // bytes of rich results kept inline
@@ -111,7 +119,7 @@ type Config struct {
 
 	HeartbeatTTL      time.Duration `env:"HEARTBEAT_TTL" envDefault:"15s"`
 	Concurrency       int           `env:"WORKER_CONCURRENCY" envDefault:"4"`
-	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"250ms"`
+	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"20ms"`
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"60s"`
 	MetricsAddr       string        `env:"METRICS_ADDR" envDefault:":9091"`
 
@@ -198,6 +206,10 @@ func (c Config) validate() error {
 	check(c.HeartbeatTTL >= time.Second, "CODEINTERP_HEARTBEAT_TTL %s: want at least 1s", c.HeartbeatTTL)
 	check(runtimeName.MatchString(c.SandboxRuntime), "CODEINTERP_SANDBOX_RUNTIME %q: want the name of an OCI runtime registered with Docker, such as runc or runsc", c.SandboxRuntime)
 	check(c.WarmPool >= 0 && c.MaxSandboxes >= 0 && c.MaxSandboxesPerTenant >= 0, "CODEINTERP_WARM_POOL, _MAX_SANDBOXES and _MAX_SANDBOXES_PER_TENANT must not be negative")
+	check(c.OneOffPool >= 0 && c.OneOffRecyclePerTenant >= 1 && c.OneOffRecycleMax >= c.OneOffRecyclePerTenant,
+		"CODEINTERP_ONEOFF_POOL (%d) must not be negative, CODEINTERP_ONEOFF_RECYCLE_PER_TENANT (%d) at least 1 and at most CODEINTERP_ONEOFF_RECYCLE_MAX (%d)",
+		c.OneOffPool, c.OneOffRecyclePerTenant, c.OneOffRecycleMax)
+	check(c.OneOffRecycleIdle >= time.Second, "CODEINTERP_ONEOFF_RECYCLE_IDLE %s: want at least 1s", c.OneOffRecycleIdle)
 	check(c.IdlePause > 0 && c.IdleReap > c.IdlePause, "CODEINTERP_IDLE_REAP (%s) must be longer than CODEINTERP_IDLE_PAUSE (%s), both positive", c.IdleReap, c.IdlePause)
 	check(c.JanitorInterval >= 100*time.Millisecond, "CODEINTERP_JANITOR_INTERVAL %s: want at least 100ms", c.JanitorInterval)
 	check(c.Concurrency >= 1, "CODEINTERP_WORKER_CONCURRENCY %d: want at least 1", c.Concurrency)

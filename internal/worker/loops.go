@@ -7,6 +7,7 @@ import (
 
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
+	"github.com/codeinterp/codeinterp/sandbox"
 )
 
 // errWorkerStopping is the cause of contexts canceled because the worker shuts down.
@@ -33,7 +34,17 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.bg.Go(func() { r.wakeLoop(bgCtx) })
 	r.bg.Go(func() { r.offerLoop(bgCtx) })
 	if r.pool.size > 0 {
-		r.bg.Go(func() { r.fillLoop(bgCtx) })
+		r.bg.Go(func() {
+			r.fillLoop(bgCtx, r.pool, func(ctx context.Context) (sandbox.Sandbox, error) {
+				return r.cfg.Runtime.CreateBlank(ctx, r.cfg.Worker, r.cfg.Limits)
+			})
+		})
+	}
+	if r.oneOffPool.size > 0 {
+		r.bg.Go(func() { r.fillLoop(bgCtx, r.oneOffPool, r.createOneOff) })
+	}
+	if r.cfg.Recycle {
+		r.bg.Go(func() { r.recycleLoop(bgCtx) })
 	}
 	return nil
 }

@@ -13,9 +13,10 @@ import (
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
-// ProcessOneOff is the handler of [jobs.TypeRun]: it runs a one-off execution in a fresh
-// sandbox, removed afterwards. It returns an error only when the
-// run should be retried: the sandbox could not be prepared and the code never started.
+// ProcessOneOff is the handler of [jobs.TypeRun]: it runs a one-off execution in a
+// sandbox no other tenant's code ever ran in (see oneOffSandbox), removed or wiped for
+// the tenant's next one-off afterwards. It returns an error only when the run should
+// be retried: the sandbox could not be prepared and the code never started.
 func (r *Runner) ProcessOneOff(ctx context.Context, t *asynq.Task) error {
 	p, err := jobs.DecodePayload(t)
 	if err != nil {
@@ -52,20 +53,12 @@ func (r *Runner) ProcessOneOff(ctx context.Context, t *asynq.Task) error {
 
 // run prepares a sandbox and runs ex in it. An error means the code did not start.
 func (r *Runner) run(ctx context.Context, ex *jobs.Execution) (err error) {
-	sb, err := r.cfg.Runtime.Create(ctx, sandbox.Spec{
-		Tenant: ex.Tenant, Thread: ex.ThreadID, Owner: r.cfg.Worker, Limits: r.cfg.Limits,
-	})
+	sb, err := r.oneOffSandbox(ctx, ex.Tenant)
 	if err != nil {
 		return fmt.Errorf("create sandbox: %w", err)
 	}
-	defer func() {
-		// Removal must happen even when the worker is shutting down.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if rerr := sb.Remove(cctx); rerr != nil {
-			r.cfg.Logger.Error("remove sandbox", "execution", ex.ID, "err", rerr)
-		}
-	}()
+	reusable := false
+	defer func() { r.doneWith(ctx, ex.Tenant, sb, reusable) }()
 	if err := r.putInputs(ctx, sb, ex); err != nil {
 		return err
 	}
@@ -73,6 +66,54 @@ func (r *Runner) run(ctx context.Context, ex *jobs.Execution) (err error) {
 		return err
 	}
 	// From here on the code may run: no error may reach asynq, or it would run twice.
-	_, _ = r.execute(ctx, sb, ex, nil)
+	_, err = r.execute(ctx, sb, ex, nil)
+	reusable = err == nil
 	return nil
+}
+
+// oneOffSandbox returns a sandbox for a one-off of tenant, the quickest first: one of
+// the tenant's own wiped sandboxes; one from the one-off pool, which no code ran in;
+// a new one. Only a sandbox that served this tenant alone is ever recycled for it.
+func (r *Runner) oneOffSandbox(ctx context.Context, tenant string) (sandbox.Sandbox, error) {
+	if r.cfg.Recycle {
+		if sb := r.recycled.take(tenant); sb != nil {
+			return sb, nil
+		}
+	}
+	if sb := r.oneOffPool.take(); sb != nil {
+		return sb, nil
+	}
+	if !r.cfg.Recycle {
+		return r.cfg.Runtime.Create(ctx, sandbox.Spec{Tenant: tenant, Owner: r.cfg.Worker, Limits: r.cfg.Limits})
+	}
+	return r.cfg.Runtime.Create(ctx, sandbox.Spec{Tenant: tenant, Owner: r.cfg.Worker, Limits: r.cfg.Limits, Recyclable: true})
+}
+
+// createOneOff makes a sandbox for the one-off pool: recyclable, for no tenant yet.
+func (r *Runner) createOneOff(ctx context.Context) (sandbox.Sandbox, error) {
+	return r.cfg.Runtime.Create(ctx, sandbox.Spec{Owner: r.cfg.Worker, Limits: r.cfg.Limits, Recyclable: true})
+}
+
+// doneWith wipes a one-off's sandbox and keeps it idle for the tenant's next one-off
+// if it may be recycled, and removes it otherwise: recycling is off, the sandbox
+// broke or the wipe failed (it may hold something of the run), the worker stops, or
+// the tenant has enough idle already. The outcome is recorded by now, so the wipe
+// costs the client nothing.
+func (r *Runner) doneWith(ctx context.Context, tenant string, sb sandbox.Sandbox, reusable bool) {
+	ctx = context.WithoutCancel(ctx)
+	if !reusable || !r.cfg.Recycle || r.shuttingDown() {
+		r.removeSandbox(ctx, sb)
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	err := sb.Wipe(wctx)
+	cancel()
+	if err != nil {
+		if !errors.Is(err, sandbox.ErrNotRecyclable) {
+			r.cfg.Logger.Warn("wipe one-off sandbox; removing it", "sandbox", sb.ID(), "err", err)
+		}
+		r.removeSandbox(ctx, sb)
+		return
+	}
+	r.removeAll(ctx, r.recycled.put(tenant, sb, r.cfg.Now()))
 }

@@ -8,8 +8,10 @@ import (
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
-// pool keeps blank sandboxes ready, so a new thread's first execution pays neither
-// the container start nor the library imports. It is refilled in the background.
+// pool keeps blank sandboxes ready, so a new thread's first execution, or a one-off,
+// pays neither the container start nor the library imports. It is refilled in the
+// background. A worker has one per profile: blank sandboxes for threads, recyclable
+// ones for one-offs.
 type pool struct {
 	size  int
 	mu    sync.Mutex
@@ -41,9 +43,9 @@ func (p *pool) missing() int {
 	return p.size - len(p.ready)
 }
 
-// fillLoop keeps the pool full until ctx ends, then removes what it holds.
-func (r *Runner) fillLoop(ctx context.Context) {
-	p := r.pool
+// fillLoop keeps p full with what create makes until ctx ends, then removes what it
+// holds.
+func (r *Runner) fillLoop(ctx context.Context, p *pool, create func(context.Context) (sandbox.Sandbox, error)) {
 	defer func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -54,7 +56,7 @@ func (r *Runner) fillLoop(ctx context.Context) {
 	}()
 	for ctx.Err() == nil {
 		for p.missing() > 0 && ctx.Err() == nil {
-			sb, err := r.cfg.Runtime.CreateBlank(ctx, r.cfg.Worker, r.cfg.Limits)
+			sb, err := create(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
 					r.cfg.Logger.Warn("fill warm pool", "err", err)

@@ -32,6 +32,18 @@ type Config struct {
 	// WarmPool is how many blank sandboxes (kernel up, libraries imported) the worker
 	// keeps ready for new threads; 0 disables the pool.
 	WarmPool int
+	// OneOffPool is how many recyclable sandboxes (a zygote kernel, libraries
+	// imported) the worker keeps ready for one-offs; 0 disables that pool.
+	OneOffPool int
+	// Recycle lets a one-off's sandbox, once wiped (sandbox.Sandbox.Wipe), serve
+	// further one-offs of the same tenant, never another's; false: every one-off gets
+	// a sandbox no code ran in, removed afterwards.
+	Recycle bool
+	// RecyclePerTenant and RecycleMax bound the wiped sandboxes kept idle, per
+	// tenant and in all (default 4 and 8); RecycleIdle is how long one stays idle
+	// before it is removed (default 1 min).
+	RecyclePerTenant, RecycleMax int
+	RecycleIdle                  time.Duration
 	// MaxSandboxes caps the sandboxes on this worker's host: past it, the least
 	// recently used idle sandbox this worker holds is snapshotted and removed to make
 	// room. MaxPerTenant does the same per tenant, across the fleet. 0: no cap.
@@ -62,18 +74,22 @@ type Runner struct {
 	cfg   Config
 	queue *threadq.Queue
 
-	mu      sync.Mutex
-	owned   map[jobs.ThreadKey]*thread // threads this worker serves
-	pool    *pool                      // blank sandboxes for new threads
-	running map[string]*runningRun     // executions running here, by id, for cancel
-	slots   *slots                     // bounds concurrent thread items, fairly across tenants
-	freed   chan struct{}              // signaled when a slot frees
-	runCtx  context.Context            // parent of thread runners; canceled at shutdown
-	stopRun context.CancelCauseFunc    //
-	bg      sync.WaitGroup             // background loops
-	runners sync.WaitGroup             // thread runners
-	stopBG  context.CancelFunc         //
-	stopped chan struct{}              // closed by Shutdown
+	mu    sync.Mutex
+	owned map[jobs.ThreadKey]*thread // threads this worker serves
+	pool  *pool                      // blank sandboxes for new threads
+	// oneOffPool holds recyclable sandboxes no code ran in yet; recycled, wiped ones
+	// of a tenant, idle.
+	oneOffPool *pool
+	recycled   *recycled
+	running    map[string]*runningRun  // executions running here, by id, for cancel
+	slots      *slots                  // bounds concurrent thread items, fairly across tenants
+	freed      chan struct{}           // signaled when a slot frees
+	runCtx     context.Context         // parent of thread runners; canceled at shutdown
+	stopRun    context.CancelCauseFunc //
+	bg         sync.WaitGroup          // background loops
+	runners    sync.WaitGroup          // thread runners
+	stopBG     context.CancelFunc      //
+	stopped    chan struct{}           // closed by Shutdown
 	// beatFailed and sweepFrom hold the sweep back after Redis was out of reach (see
 	// sweep); only Start and the heartbeat loop use them.
 	beatFailed bool
@@ -88,6 +104,9 @@ func NewRunner(cfg Config) *Runner {
 	cfg.Linger = cmp.Or(cfg.Linger, 30*time.Second)
 	cfg.Beat = cmp.Or(cfg.Beat, cfg.Threads.HeartbeatTTL()/3)
 	cfg.ActiveEvery = cmp.Or(cfg.ActiveEvery, 10*time.Second)
+	cfg.RecyclePerTenant = cmp.Or(cfg.RecyclePerTenant, 4)
+	cfg.RecycleMax = cmp.Or(cfg.RecycleMax, 8)
+	cfg.RecycleIdle = cmp.Or(cfg.RecycleIdle, time.Minute)
 	cfg.Budgets = cfg.Budgets.withDefaults(cfg.Limits.WithDefaults())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -96,6 +115,7 @@ func NewRunner(cfg Config) *Runner {
 		cfg: cfg, queue: cfg.Threads,
 		owned: map[jobs.ThreadKey]*thread{}, running: map[string]*runningRun{}, pool: newPool(cfg.WarmPool),
 		slots: newSlots(cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
+		oneOffPool: newPool(cfg.OneOffPool), recycled: &recycled{perTenant: cfg.RecyclePerTenant, max: cfg.RecycleMax},
 	}
 }
 

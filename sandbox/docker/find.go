@@ -71,7 +71,7 @@ func (d *Runtime) find(ctx context.Context, spec sandbox.Spec) (*Sandbox, error)
 	// may still land): clear it and start a kernel, a few times if need be.
 	for attempt := 1; ; attempt++ {
 		s.resetKernel(ctx, nil)
-		if s.kernel, err = d.startKernel(ctx, s.id, spec.Preload, s.token); err == nil {
+		if s.kernel, err = d.startKernel(ctx, s.id, kernelMode(spec), s.token); err == nil {
 			break
 		}
 		if attempt == 3 || ctx.Err() != nil || isFencedStart(err) {
@@ -98,6 +98,9 @@ func (d *Runtime) CreateBlank(ctx context.Context, owner string, limits sandbox.
 // Assign gives a blank sandbox to a thread: it takes the thread's name, so Find finds
 // it from then on. It fails with ErrExists if the thread already has a sandbox.
 func (s *Sandbox) Assign(ctx context.Context, tenant, thread string) error {
+	if s.spec.Recyclable {
+		return fmt.Errorf("assign sandbox %s: a recyclable one-off sandbox never serves a thread", s.name)
+	}
 	name := threadName(s.d.cfg.Prefix, tenant, thread)
 	if err := s.d.cli.ContainerRename(ctx, s.id, name); err != nil {
 		if errdefs.IsConflict(err) {

@@ -39,6 +39,8 @@ type wireEvent struct {
 	Workspace []listingEntry     `json:"workspace"`
 	Skipped   map[string]wireInt `json:"skipped"`
 	CPUMS     float64            `json:"cpu_ms"`
+	OK        bool               `json:"ok"`     // wiped
+	Reason    string             `json:"reason"` // wiped, when not OK
 }
 
 // wireInt is a number the kernel sent: anything else is 0 and a number is clamped to
@@ -93,10 +95,18 @@ type kernel struct {
 	diag bytes.Buffer // the driver's own stderr, kept for error messages
 }
 
+// kernelEnv is how a kernel starts: with the libraries imported, or as a zygote
+// (deploy/sandbox/zygote.py), which always imports them.
+type kernelEnv struct{ preload, zygote bool }
+
+func kernelMode(spec sandbox.Spec) kernelEnv {
+	return kernelEnv{preload: spec.Preload || spec.Recyclable, zygote: spec.Recyclable}
+}
+
 // startKernel execs the driver in a running sandbox and waits for it to say ready.
 // With a fencing token, the kernel starts only if no newer owner fenced the sandbox
 // (fence.go).
-func (d *Runtime) startKernel(ctx context.Context, containerID string, preload bool, token int64) (*kernel, error) {
+func (d *Runtime) startKernel(ctx context.Context, containerID string, mode kernelEnv, token int64) (*kernel, error) {
 	// A start that never says ready (an exec the engine never runs) must not hold a
 	// start slot, or the thread's runner, for ever.
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
@@ -108,8 +118,11 @@ func (d *Runtime) startKernel(ctx context.Context, containerID string, preload b
 		return nil, fmt.Errorf("wait for a kernel start slot: %w", ctx.Err())
 	}
 	env := []string{}
-	if preload {
+	if mode.preload {
 		env = append(env, "CODEINTERP_PRELOAD=1")
+	}
+	if mode.zygote {
+		env = append(env, "CODEINTERP_ZYGOTE=1")
 	}
 	created, err := d.cli.ContainerExecCreate(ctx, containerID, container.ExecOptions{
 		User:         codeUser,

@@ -23,12 +23,12 @@ func (s *Sandbox) Run(ctx context.Context, req sandbox.Request, onEvent func(san
 	restarted := s.restartPending
 	s.restartPending = false
 	if s.kernel == nil {
-		k, err := s.d.startKernel(ctx, s.id, s.spec.Preload, s.token)
+		k, err := s.d.startKernel(ctx, s.id, kernelMode(s.spec), s.token)
 		if err != nil && !isFencedStart(err) {
 			// Leftovers of the killed kernel (a fork bomb racing the reset) may still
 			// hold every pid: clear them once more and try again.
 			s.resetKernel(context.WithoutCancel(ctx), nil)
-			k, err = s.d.startKernel(ctx, s.id, s.spec.Preload, s.token)
+			k, err = s.d.startKernel(ctx, s.id, kernelMode(s.spec), s.token)
 		}
 		if err != nil {
 			return sandbox.Outcome{}, fmt.Errorf("restart kernel in %s: %w", s.name, errFencedStart(s.name, err))

@@ -29,8 +29,11 @@ const (
 	LabelTenant  = "codeinterp.tenant"
 	LabelThread  = "codeinterp.thread"
 	LabelOwner   = "codeinterp.owner" // the worker that created it
-	// LabelPool marks a blank sandbox of a warm pool, not yet given to a thread.
+	// LabelPool marks a blank sandbox of a warm pool, not yet given to a thread, or a
+	// recyclable one-off sandbox (never given to one).
 	LabelPool = "codeinterp.pool"
+	// LabelRecyclable marks a recyclable one-off sandbox (sandbox.Spec.Recyclable).
+	LabelRecyclable = "codeinterp.recyclable"
 )
 
 // threadName is the container name of a thread's sandbox: one per thread and engine,
@@ -148,8 +151,14 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 		LabelThread:  spec.Thread,
 		LabelOwner:   spec.Owner,
 	}
-	if pool {
+	if pool || spec.Recyclable {
 		labels[LabelPool] = "1"
+	}
+	if spec.Recyclable {
+		if spec.Thread != "" {
+			return nil, fmt.Errorf("create sandbox: a thread's sandbox cannot be recyclable")
+		}
+		labels[LabelRecyclable] = "1"
 	}
 
 	var undo []func(context.Context)
@@ -196,7 +205,7 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 	}
 
 	s := &Sandbox{d: d, id: created.ID, name: name, volume: vol.Name, spec: spec, limits: limits, started: time.Now(), token: spec.Fence}
-	if s.kernel, err = d.startKernel(ctx, created.ID, spec.Preload, s.token); err != nil {
+	if s.kernel, err = d.startKernel(ctx, created.ID, kernelMode(spec), s.token); err != nil {
 		return nil, fmt.Errorf("start kernel in %s: %w", name, errFencedStart(name, err))
 	}
 	return s, nil

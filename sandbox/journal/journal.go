@@ -41,6 +41,7 @@ const (
 	OpRestore     = "restore"
 	OpRemove      = "remove"
 	OpRelease     = "release"
+	OpWipe        = "wipe" // Sandbox.Wipe of a recyclable one-off sandbox
 )
 
 // Entry is one operation on one sandbox.

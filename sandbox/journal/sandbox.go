@@ -132,6 +132,13 @@ func (b *box) Fence(ctx context.Context, token int64) error {
 	return err
 }
 
+func (b *box) Wipe(ctx context.Context) error {
+	p := b.begin(OpWipe)
+	err := b.sb.Wipe(ctx)
+	p.end(err)
+	return err
+}
+
 func (b *box) Release() {
 	p := b.begin(OpRelease)
 	b.sb.Release()

@@ -51,6 +51,7 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 		{"NoSurvivors", testNoSurvivors},
 		{"BigBash", testBigBash},
 		{"ForgedEvents", testForgedEvents},
+		{"WipeLeavesNothing", testWipeLeavesNothing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -35,6 +35,7 @@ type Fake struct {
 	next      int
 	created   int
 	failNext  error
+	failWipe  error
 	pingError error
 }
 
@@ -52,6 +53,13 @@ func (f *Fake) FailNextCreate(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failNext = err
+}
+
+// FailNextWipe makes the next Wipe fail with err.
+func (f *Fake) FailNextWipe(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failWipe = err
 }
 
 // SetPingError makes Ping fail with err (nil: answer).
@@ -113,6 +121,9 @@ func (f *Fake) create(spec sandbox.Spec, blank bool) (sandbox.Sandbox, error) {
 	f.next++
 	id := fmt.Sprintf("fake-%04d", f.next)
 	name := id
+	if spec.Recyclable && spec.Thread != "" {
+		return nil, fmt.Errorf("create sandbox: a thread's sandbox cannot be recyclable")
+	}
 	if spec.Thread != "" {
 		name = f.ThreadName(spec.Tenant, spec.Thread)
 		if f.byName(name) != nil {
@@ -120,7 +131,7 @@ func (f *Fake) create(spec sandbox.Spec, blank bool) (sandbox.Sandbox, error) {
 		}
 	}
 	b := &FakeSandbox{f: f, id: id, name: name, tenant: spec.Tenant, thread: spec.Thread, owner: spec.Owner,
-		blank: blank, ofThread: spec.Thread != "", created: f.now(), files: map[string][]byte{}, kernel: true, fence: spec.Fence}
+		blank: blank || spec.Recyclable, recyclable: spec.Recyclable, ofThread: spec.Thread != "", created: f.now(), files: map[string][]byte{}, kernel: true, fence: spec.Fence}
 	f.boxes[id] = b
 	f.created++
 	return b, nil
@@ -206,6 +217,8 @@ type FakeSandbox struct {
 	id, name                string
 	tenant, thread, owner   string
 	blank, ofThread         bool
+	recyclable              bool
+	wipes                   int
 	created                 time.Time
 	files                   map[string][]byte
 	paused, kernel          bool
@@ -465,12 +478,41 @@ func (b *FakeSandbox) Restore(_ context.Context, archive io.Reader) error {
 func (b *FakeSandbox) Assign(_ context.Context, tenant, thread string) error {
 	b.f.mu.Lock()
 	defer b.f.mu.Unlock()
+	if b.recyclable {
+		return fmt.Errorf("assign sandbox %s: a recyclable one-off sandbox never serves a thread", b.name)
+	}
 	name := b.f.ThreadName(tenant, thread)
 	if other := b.f.byName(name); other != nil && other != b {
 		return fmt.Errorf("%w: %s", sandbox.ErrExists, name)
 	}
 	b.name, b.tenant, b.thread, b.ofThread = name, tenant, thread, true
 	return nil
+}
+
+// Wipe empties the workspace of a recyclable sandbox and gives it a fresh kernel.
+func (b *FakeSandbox) Wipe(context.Context) error {
+	b.f.mu.Lock()
+	defer b.f.mu.Unlock()
+	if err := b.live(); err != nil {
+		return err
+	}
+	if !b.recyclable {
+		return fmt.Errorf("%w: %s", sandbox.ErrNotRecyclable, b.name)
+	}
+	if err := b.f.failWipe; err != nil {
+		b.f.failWipe = nil
+		return err
+	}
+	b.files, b.kernel, b.restartPending, b.paused = map[string][]byte{}, true, false, false
+	b.wipes++
+	return nil
+}
+
+// Wipes returns how often the sandbox was wiped.
+func (b *FakeSandbox) Wipes() int {
+	b.f.mu.Lock()
+	defer b.f.mu.Unlock()
+	return b.wipes
 }
 
 // Release ends the kernel; the sandbox stays for Find.

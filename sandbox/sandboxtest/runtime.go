@@ -37,6 +37,7 @@ func ExerciseRuntime(t *testing.T, newRuntime NewRuntimeFunc) {
 		{"ConcurrentCreateOfOneThread", testConcurrentCreate},
 		{"Count", testCount},
 		{"ListAndOpen", testListOpen},
+		{"RecyclableWipe", testRecyclableWipe},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -309,4 +310,49 @@ func infoOf(list []sandbox.Info, id string) sandbox.Info {
 		}
 	}
 	return sandbox.Info{}
+}
+
+// A recyclable one-off sandbox: Wipe empties its workspace and it runs again; it is
+// neither counted nor listed as a thread's, and never given to a thread; other
+// sandboxes cannot be wiped.
+func testRecyclableWipe(t *testing.T, rt Runtime) {
+	ctx := context.Background()
+	sb := create(t, rt, sandbox.Spec{Tenant: "acme", Owner: "w1", Recyclable: true})
+	putText(t, sb, "data/in.csv", "a,b\n")
+	if _, err := sb.Run(ctx, sandbox.Request{ID: "r1", Code: "print(1)", Timeout: 30 * time.Second}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Wipe(ctx); err != nil {
+		t.Fatalf("Wipe: %v", err)
+	}
+	if files, err := sb.Files(ctx); err != nil || len(files) != 0 {
+		t.Fatalf("after Wipe: files %v, %v; want none", files, err)
+	}
+	out, err := sb.Run(ctx, sandbox.Request{ID: "r2", Code: "print(2)", Timeout: 30 * time.Second}, nil)
+	if err != nil || out.Status != sandbox.Succeeded {
+		t.Fatalf("run after Wipe: %+v %v", out, err)
+	}
+	if err := sb.Wipe(ctx); err != nil {
+		t.Fatalf("second Wipe: %v", err)
+	}
+	if n, err := rt.Count(ctx); err != nil || n != 0 {
+		t.Fatalf("Count = %d, %v; a recyclable sandbox is not counted", n, err)
+	}
+	list, err := rt.List(ctx)
+	if err != nil || len(list) != 1 || list[0].OfThread || !list[0].Blank || list[0].Owner != "w1" {
+		t.Fatalf("List = %+v, %v; want one blank sandbox of w1", list, err)
+	}
+	if err := sb.Assign(ctx, "acme", "th"); err == nil {
+		t.Fatal("a recyclable sandbox was given to a thread")
+	}
+	if found, err := rt.Find(ctx, threadSpec(t, "acme")); err != nil || found != nil {
+		t.Fatalf("Find = %v, %v; want none", found, err)
+	}
+	if _, err := rt.Create(ctx, sandbox.Spec{Tenant: "acme", Thread: "th", Recyclable: true}); err == nil {
+		t.Fatal("a thread's sandbox was made recyclable")
+	}
+	th := create(t, rt, threadSpec(t, "acme"))
+	if err := th.Wipe(ctx); !errors.Is(err, sandbox.ErrNotRecyclable) {
+		t.Fatalf("Wipe of a thread's sandbox = %v, want ErrNotRecyclable", err)
+	}
 }
