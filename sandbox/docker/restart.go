@@ -48,6 +48,10 @@ func (s *Sandbox) lostKernel(ctx context.Context, cause error) error {
 	return fmt.Errorf("kernel in %s: %w", s.name, cause)
 }
 
+// cannotExec is the status the engine gives an exec it could not start, e.g. for want
+// of a pid.
+const cannotExec = 126
+
 // resetKernel kills the kernel and every process of the code's user, so the next run
 // starts a fresh kernel in the same container and workspace.
 func (s *Sandbox) resetKernel(ctx context.Context, k *kernel) {
@@ -60,11 +64,12 @@ func (s *Sandbox) resetKernel(ctx context.Context, k *kernel) {
 	// Under a token the reset is refused once a newer owner fenced the sandbox: it
 	// must not kill the newer owner's kernel (fence.go).
 	reset := fenced(s.token, "/opt/codeinterp/reset")
-	if _, _, err := s.d.execWait(ctx, s.id, codeUser, reset...); err == nil {
+	if code, _, err := s.d.execWait(ctx, s.id, codeUser, reset...); err == nil && code != cannotExec {
 		return
 	}
-	// A fork bomb may hold every pid, so the reset cannot even start: lend it a few,
-	// above the container's own limit (which depends on its runtime: see hostConfig).
+	// A fork bomb may hold every pid, so the reset cannot even start (the engine
+	// reports 126, or fails the exec): lend it a few, above the container's own limit
+	// (which depends on its runtime: see hostConfig).
 	info, err := s.d.cli.ContainerInspect(ctx, s.id)
 	if err != nil || info.HostConfig.PidsLimit == nil {
 		return
