@@ -93,6 +93,7 @@ func New(cfg Config) *Server {
 	v1.GET("/threads", s.listThreads)
 	v1.GET("/threads/:id", s.getThread)
 	v1.DELETE("/threads/:id", s.deleteThread, s.longLived(true))
+	v1.POST("/threads/:id/reset", s.resetThread, s.longLived(true))
 	v1.PUT("/threads/:id/files/*", s.putThreadFile, bodyLimit(up), s.budgeted(up))
 	v1.GET("/threads/:id/files/*", s.getThreadFile, s.longLived(true))
 	v1.POST("/files", s.upload, bodyLimit(up), s.budgeted(up))

@@ -67,6 +67,16 @@ func (s *Server) deleteThread(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// resetThread is POST /v1/threads/{id}/reset: the thread's kernel restarts, in order
+// after the executions queued before it (variables and processes gone, files kept).
+func (s *Server) resetThread(c echo.Context) error {
+	id := c.Param("id")
+	if err := s.svc.ResetThread(c.Request().Context(), tenantOf(c), id); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"thread_id": id, "reset": true})
+}
+
 // putThreadFile is PUT /v1/threads/{id}/files/{path}: the raw body becomes a file in
 // the thread's workspace, applied in order with the thread's executions: every
 // execution accepted after this answer sees it.

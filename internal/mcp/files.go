@@ -21,7 +21,8 @@ import (
 
 type uploadInput struct {
 	Name          string `json:"name" jsonschema:"Where to put the file, relative to the working directory, e.g. data.csv."`
-	ContentBase64 string `json:"content_base64" jsonschema:"The file's bytes, base64-encoded."`
+	ContentBase64 string `json:"content_base64,omitempty" jsonschema:"The file's bytes, base64-encoded."`
+	URL           string `json:"url,omitempty" jsonschema:"Instead of content_base64: a public http(s) URL the service downloads the file from (no redirects; internal addresses are refused)."`
 	ThreadID      string `json:"thread_id,omitempty" jsonschema:"The thread to put it in; leave it out for this session's thread."`
 }
 
@@ -83,22 +84,16 @@ func (s *server) addFileTools(srv *mcp.Server) {
 }
 
 func (s *server) upload(ctx context.Context, req *mcp.CallToolRequest, in uploadInput) (*mcp.CallToolResult, *uploaded, error) {
-	tenant, err := tenantOf(req.Extra)
+	tenant, thread, err := target(req, in.ThreadID)
 	if err != nil {
 		return nil, nil, err
 	}
-	thread, err := threadOf(req, in.ThreadID)
+	body, size, err := s.uploadBody(ctx, in)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, s.callError("upload_file", err)
 	}
-	if n := base64.StdEncoding.DecodedLen(len(in.ContentBase64)); int64(n) > s.cfg.Limits.FileBytes+2 {
-		return nil, nil, fmt.Errorf("payload_too_large: content_base64: the file is about %d bytes; the limit is %d", n, s.cfg.Limits.FileBytes)
-	}
-	data, err := base64.StdEncoding.DecodeString(in.ContentBase64)
-	if err != nil {
-		return nil, nil, fmt.Errorf("invalid_argument: content_base64: is not valid base64: %v", err)
-	}
-	name, obj, err := s.svc.PutFile(ctx, tenant, thread, in.Name, bytes.NewReader(data), int64(len(data)))
+	defer body.Close()
+	name, obj, err := s.svc.PutFile(ctx, tenant, thread, in.Name, body, size)
 	if err != nil {
 		return nil, nil, s.callError("upload_file", err)
 	}
@@ -106,12 +101,30 @@ func (s *server) upload(ctx context.Context, req *mcp.CallToolRequest, in upload
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s is in the workspace (%d bytes)", name, obj.Size)}}}, out, nil
 }
 
-func (s *server) list(ctx context.Context, req *mcp.CallToolRequest, in listInput) (*mcp.CallToolResult, *listing, error) {
-	tenant, err := tenantOf(req.Extra)
-	if err != nil {
-		return nil, nil, err
+// uploadBody is upload_file's content: decoded, or downloading from its URL.
+func (s *server) uploadBody(ctx context.Context, in uploadInput) (io.ReadCloser, int64, error) {
+	switch {
+	case in.ContentBase64 != "" && in.URL != "":
+		return nil, 0, service.Invalid("url", "give content_base64 or url, not both")
+	case in.URL != "":
+		data, err := s.svc.FetchURL(ctx, "url", in.URL, s.cfg.Limits.FileBytes)
+		if err != nil {
+			return nil, 0, err
+		}
+		return io.NopCloser(bytes.NewReader(data)), int64(len(data)), nil
 	}
-	thread, err := threadOf(req, in.ThreadID)
+	if n := base64.StdEncoding.DecodedLen(len(in.ContentBase64)); int64(n) > s.cfg.Limits.FileBytes+2 {
+		return nil, 0, service.TooLarge("content_base64", "the file is about %d bytes; the limit is %d", n, s.cfg.Limits.FileBytes)
+	}
+	data, err := base64.StdEncoding.DecodeString(in.ContentBase64)
+	if err != nil {
+		return nil, 0, service.Invalid("content_base64", "is not valid base64: %v", err)
+	}
+	return io.NopCloser(bytes.NewReader(data)), int64(len(data)), nil
+}
+
+func (s *server) list(ctx context.Context, req *mcp.CallToolRequest, in listInput) (*mcp.CallToolResult, *listing, error) {
+	tenant, thread, err := target(req, in.ThreadID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,11 +178,7 @@ func isNotFound(err error) bool {
 }
 
 func (s *server) read(ctx context.Context, req *mcp.CallToolRequest, in readInput) (*mcp.CallToolResult, *fileRead, error) {
-	tenant, err := tenantOf(req.Extra)
-	if err != nil {
-		return nil, nil, err
-	}
-	thread, err := threadOf(req, in.ThreadID)
+	tenant, thread, err := target(req, in.ThreadID)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -24,11 +24,12 @@ type runInput struct {
 	TimeoutS float64     `json:"timeout_s,omitempty" jsonschema:"Seconds the code may run before it is stopped (the default is the service's, usually 30)."`
 }
 
-// inputFile is a file to put in the workspace: inline, or an earlier upload.
+// inputFile is a file to put in the workspace: inline, an earlier upload, or a URL.
 type inputFile struct {
 	Name          string  `json:"name" jsonschema:"Where to put the file, relative to the working directory, e.g. data.csv or inputs/sales.xlsx."`
 	ContentBase64 *string `json:"content_base64,omitempty" jsonschema:"The file's bytes, base64-encoded."`
 	Object        string  `json:"object,omitempty" jsonschema:"Instead of content_base64: an upload made earlier through the HTTP API (POST /v1/files), as it answered: uploads/..."`
+	URL           string  `json:"url,omitempty" jsonschema:"Instead of content_base64: a public http(s) URL the service downloads the file from (no redirects; internal addresses are refused)."`
 }
 
 // execution is code_interpreter's structured result: the whole execution.
@@ -96,11 +97,7 @@ func ptr[T any](v T) *T { return &v }
 // and runs, then shape its result for a model. Canceling the call cancels the
 // execution.
 func (s *server) interpret(ctx context.Context, req *mcp.CallToolRequest, in runInput) (*mcp.CallToolResult, *execution, error) {
-	tenant, err := tenantOf(req.Extra)
-	if err != nil {
-		return nil, nil, err
-	}
-	thread, err := threadOf(req, in.ThreadID)
+	tenant, thread, err := target(req, in.ThreadID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -115,7 +112,7 @@ func (s *server) interpret(ctx context.Context, req *mcp.CallToolRequest, in run
 		sub.TimeoutMS = &ms
 	}
 	for _, f := range in.Files {
-		sub.Files = append(sub.Files, service.InputFile{Name: f.Name, ContentBase64: f.ContentBase64, Object: f.Object})
+		sub.Files = append(sub.Files, service.InputFile{Name: f.Name, ContentBase64: f.ContentBase64, Object: f.Object, URL: f.URL})
 	}
 	ex, err := s.svc.Submit(ctx, tenant, sub, service.Idempotency{})
 	if err != nil {

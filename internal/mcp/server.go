@@ -127,6 +127,16 @@ func tenantOf(extra *mcp.RequestExtra) (string, error) {
 	return extra.TokenInfo.UserID, nil
 }
 
+// target returns the tenant a tool call acts for and the thread it acts on: the one
+// it names, or its session's.
+func target(req *mcp.CallToolRequest, given string) (tenant, thread string, err error) {
+	if tenant, err = tenantOf(req.Extra); err != nil {
+		return "", "", err
+	}
+	thread, err = threadOf(req, given)
+	return tenant, thread, err
+}
+
 // threadOf returns the thread a call acts on: the one it names, or its session's.
 func threadOf(req *mcp.CallToolRequest, given string) (string, error) {
 	if given != "" {

@@ -31,11 +31,7 @@ func (s *server) addThreadTools(srv *mcp.Server) {
 }
 
 func (s *server) reset(ctx context.Context, req *mcp.CallToolRequest, in threadInput) (*mcp.CallToolResult, *resetResult, error) {
-	tenant, err := tenantOf(req.Extra)
-	if err != nil {
-		return nil, nil, err
-	}
-	thread, err := threadOf(req, in.ThreadID)
+	tenant, thread, err := target(req, in.ThreadID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -50,11 +46,7 @@ func (s *server) reset(ctx context.Context, req *mcp.CallToolRequest, in threadI
 }
 
 func (s *server) interrupt(ctx context.Context, req *mcp.CallToolRequest, in threadInput) (*mcp.CallToolResult, *interruptResult, error) {
-	tenant, err := tenantOf(req.Extra)
-	if err != nil {
-		return nil, nil, err
-	}
-	thread, err := threadOf(req, in.ThreadID)
+	tenant, thread, err := target(req, in.ThreadID)
 	if err != nil {
 		return nil, nil, err
 	}

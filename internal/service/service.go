@@ -14,6 +14,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/codeinterp/codeinterp/jobs"
@@ -67,7 +68,10 @@ type Config struct {
 }
 
 // Service runs the use cases.
-type Service struct{ cfg Config }
+type Service struct {
+	cfg     Config
+	fetcher *http.Client // input files given by URL, through the webhook guard
+}
 
 // New returns a Service. It does no I/O.
 func New(cfg Config) *Service {
@@ -78,7 +82,7 @@ func New(cfg Config) *Service {
 	if cfg.NewID == nil {
 		cfg.NewID = jobs.NewID
 	}
-	return &Service{cfg: cfg}
+	return &Service{cfg: cfg, fetcher: cfg.WebhookGuard.Client(fetchTimeout)}
 }
 
 // Render renders ex for a client, with freshly presigned download URLs.

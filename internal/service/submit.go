@@ -70,6 +70,9 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if err := s.cfg.Records.Admit(ctx, tenant, deref(req.ThreadID)); err != nil {
 		return nil, s.quotaError(err)
 	}
+	if err := s.fetchInputs(ctx, files); err != nil {
+		return nil, err
+	}
 	var inline int64
 	for _, f := range files {
 		inline += int64(len(f.data))

@@ -59,13 +59,17 @@ type InputFile struct {
 	Name          string  `json:"name"`
 	ContentBase64 *string `json:"content_base64"`
 	Object        string  `json:"object"`
+	URL           string  `json:"url"`
 }
 
-// validFile is an input file that passed validation: inline data or an upload.
+// validFile is an input file that passed validation: inline data, an upload, or a
+// URL to fetch (into data).
 type validFile struct {
+	field  string // files[i]
 	name   string // clean, workspace-relative
 	data   []byte // inline content, or nil
 	object string // "uploads/...", or ""
+	url    string // to fetch, or ""
 }
 
 // validate checks a decoded request and returns its files, decoded. Every problem is
@@ -192,23 +196,29 @@ func validateFiles(files []InputFile, lim Limits) ([]validFile, error) {
 			return nil, Invalid(field+".name", "%q is also files[%d]", name, j)
 		}
 		seen[name] = i
+		given := 0
+		for _, set := range []bool{f.ContentBase64 != nil, f.Object != "", f.URL != ""} {
+			if set {
+				given++
+			}
+		}
 		switch {
-		case f.ContentBase64 != nil && f.Object != "":
-			return nil, Invalid(field, "give content_base64 or object, not both")
+		case given != 1:
+			return nil, Invalid(field, "give one of content_base64, object or url")
 		case f.ContentBase64 != nil:
 			data, err := base64.StdEncoding.DecodeString(*f.ContentBase64)
 			if err != nil {
 				return nil, Invalid(field+".content_base64", "is not valid base64: %v", err)
 			}
 			total += int64(len(data))
-			out = append(out, validFile{name: name, data: data})
+			out = append(out, validFile{field: field, name: name, data: data})
 		case f.Object != "":
 			if !strings.HasPrefix(f.Object, "uploads/") || strings.Contains(f.Object, "..") || len(f.Object) > maxObjectBytes {
 				return nil, Invalid(field+".object", "must be an object returned by POST /v1/files (uploads/..., at most %d bytes)", maxObjectBytes)
 			}
-			out = append(out, validFile{name: name, object: f.Object})
-		default:
-			return nil, Invalid(field, "give content_base64 or object")
+			out = append(out, validFile{field: field, name: name, object: f.Object})
+		default: // fetched by Submit, after the quotas admit the request
+			out = append(out, validFile{field: field, name: name, url: f.URL})
 		}
 	}
 	if total > lim.WorkspaceBytes {

@@ -1,0 +1,59 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/codeinterp/codeinterp/jobs/webhook"
+)
+
+func TestFetchURL(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := strings.Repeat("x", len(r.URL.Path)-1) // /xxx → 3 bytes
+		if r.URL.Query().Has("chunked") {
+			w.(http.Flusher).Flush() // no Content-Length
+		}
+		if r.URL.Query().Has("redirect") {
+			http.Redirect(w, r, "/x", http.StatusMovedPermanently)
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	loopback := webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
+	svc := New(Config{WebhookGuard: loopback})
+	long := "/" + strings.Repeat("x", 100)
+
+	for _, c := range []struct {
+		name, url string
+		svc       *Service
+		code      Code
+		says      string
+	}{
+		{"at the limit", srv.URL + long, svc, "", ""},
+		{"at the limit, chunked", srv.URL + long + "?chunked", svc, "", ""},
+		{"over, with a length", srv.URL + long + "x", svc, CodeTooLarge, "limit is 100"},
+		{"over, chunked", srv.URL + long + "x?chunked", svc, CodeTooLarge, "over the limit of 100"},
+		{"redirect", srv.URL + "/x?redirect", svc, CodeInvalid, "redirects are not followed"},
+		{"loopback refused by default", srv.URL + "/x", New(Config{}), CodeInvalid, "internal address"},
+		{"a name resolving to loopback", strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/x", New(Config{}), CodeInvalid, "internal address"},
+		{"metadata in decimal", "http://2852039166/latest", svc, CodeInvalid, "internal address"},
+		{"ftp", "ftp://example.com/x", svc, CodeInvalid, "http"},
+		{"relative", "/x", svc, CodeInvalid, "http"},
+	} {
+		data, err := c.svc.FetchURL(context.Background(), "files[0].url", c.url, 100)
+		var se *Error
+		switch {
+		case c.code == "" && (err != nil || len(data) != 100):
+			t.Errorf("%s: %d bytes, %v; want 100 bytes", c.name, len(data), err)
+		case c.code != "" && (!errors.As(err, &se) || se.Code != c.code || se.Field != "files[0].url" || !strings.Contains(se.Message, c.says)):
+			t.Errorf("%s: %v; want %s naming files[0].url, saying %q", c.name, err, c.code, c.says)
+		}
+	}
+}
