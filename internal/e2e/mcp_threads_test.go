@@ -85,6 +85,17 @@ func TestMCPThreadTools(t *testing.T) {
 		if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "codeinterp://threads/" + ex.ThreadID + "/files/nope"}); err == nil {
 			t.Fatal("a missing file read as a resource")
 		}
+		lr, err := cs.ListResources(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("resources/list: %v", err)
+		}
+		listed := map[string]bool{}
+		for _, r := range lr.Resources {
+			listed[r.URI] = true
+		}
+		if !listed[uri] || !listed["codeinterp://threads/"+ex.ThreadID+"/files/in/up2.txt"] {
+			t.Fatalf("resources/list: %d resources; want the session thread's files, %s among them", len(lr.Resources), uri)
+		}
 	})
 
 	t.Run("long output keeps its head and tail", func(t *testing.T) {

@@ -18,6 +18,39 @@ func (s *server) addResources(srv *mcp.Server) {
 	}, s.readResource)
 }
 
+// listResources answers resources/list with the files of the session's own thread,
+// as list_files sees them. The SDK would list only resources registered on the
+// server, which every session (every tenant) shares; a thread named by thread_id is
+// read through the template, not listed.
+func (s *server) listResources(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		lr, ok := req.(*mcp.ListResourcesRequest)
+		if method != "resources/list" || !ok {
+			return next(ctx, method, req)
+		}
+		tenant, err := tenantOf(lr.Extra)
+		if err != nil {
+			return nil, err
+		}
+		out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+		thread := lr.Session.ID()
+		if thread == "" {
+			return out, nil
+		}
+		th, err := s.svc.Thread(ctx, tenant, thread)
+		switch {
+		case isNotFound(err): // a thread never used has no files yet
+			return out, nil
+		case err != nil:
+			return nil, s.callError("resources/list", err)
+		}
+		for _, f := range th.Files {
+			out.Resources = append(out.Resources, &mcp.Resource{URI: resourceURI(thread, f.Name), Name: f.Name, Size: f.Size})
+		}
+		return out, nil
+	}
+}
+
 func (s *server) resourceBytes() int64 { return 16 * int64(s.cfg.Limits.InlineBytes) }
 
 // readResource reads codeinterp://threads/{thread}/files/{path}: the tenant's own

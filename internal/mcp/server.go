@@ -92,6 +92,7 @@ func New(cfg Config) http.Handler {
 		&mcp.ServerOptions{Instructions: instructions, GetSessionID: newSessionID, Capabilities: &mcp.ServerCapabilities{}})
 	s.addTools(srv)
 	s.addResources(srv)
+	srv.AddReceivingMiddleware(s.listResources)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: cfg.SessionTimeout, MaxRequestBodyBytes: l.RequestBytes, Logger: cfg.Logger,
 		// Every request carries an API key, so a page that rebinds a name to the
