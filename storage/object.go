@@ -73,6 +73,32 @@ func (s *Store) Open(ctx context.Context, key string) (io.ReadCloser, Object, er
 	return transfer{ReadCloser: obj, cancel: cancel}, objectOf(info), nil
 }
 
+// OpenTail streams the last n bytes of the object under key (all of it when it is
+// shorter), with one ranged request: a log's end costs its end, not the whole log.
+func (s *Store) OpenTail(ctx context.Context, key string, n int64) (io.ReadCloser, Object, error) {
+	if n <= 0 {
+		return nil, Object{}, fmt.Errorf("open the tail of %s: want a positive length, not %d", key, n)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.TransferTimeout)
+	opts := minio.GetObjectOptions{}
+	if err := opts.SetRange(0, -n); err != nil { // bytes=-n
+		cancel()
+		return nil, Object{}, err
+	}
+	obj, err := s.cli.GetObject(ctx, s.cfg.Bucket, key, opts)
+	if err != nil {
+		cancel()
+		return nil, Object{}, wrapNotFound(err, key)
+	}
+	info, err := obj.Stat()
+	if err != nil {
+		obj.Close()
+		cancel()
+		return nil, Object{}, wrapNotFound(err, key)
+	}
+	return transfer{ReadCloser: obj, cancel: cancel}, objectOf(info), nil
+}
+
 // transfer is an object being read; closing it ends its deadline's timer.
 type transfer struct {
 	io.ReadCloser

@@ -134,3 +134,29 @@ func TestInitIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestOpenTail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	body := strings.Repeat("0123456789", 1000)
+	obj, err := s.Put(ctx, "tenant/oneoff/ex_2/stdout.log", strings.NewReader(body), int64(len(body)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{1, 25, int64(len(body)), int64(len(body)) + 100} {
+		rc, _, err := s.OpenTail(ctx, obj.Key, n)
+		if err != nil {
+			t.Fatalf("tail %d: %v", n, err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		want := body[max(0, int64(len(body))-n):]
+		if err != nil || string(got) != want {
+			t.Fatalf("tail %d: %d bytes %.20q, %v; want %d bytes %.20q", n, len(got), got, err, len(want), want)
+		}
+	}
+	if _, _, err := s.OpenTail(ctx, "tenant/nope", 10); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("tail of a missing object: %v; want ErrNotFound", err)
+	}
+}

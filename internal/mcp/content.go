@@ -89,13 +89,14 @@ func (s *server) clipText(t string) string {
 }
 
 // stream clips one output stream. The record holds its head; when the worker cut it,
-// the whole stream is the log file, whose tail is read from storage.
+// the whole stream is the log file, whose tail is read from storage
+// with one ranged request.
 func (s *server) stream(ctx context.Context, head string, cut bool, log jobs.File, view jobs.FileView) string {
 	if !cut || log.Key == "" {
 		return s.clipText(head)
 	}
 	tail := ""
-	if rc, _, err := s.svc.OpenFile(ctx, log); err == nil {
+	if rc, err := s.svc.OpenFileTail(ctx, log, int64(s.cfg.Limits.TextBytes/2)); err == nil {
 		tail, err = readTail(rc, s.cfg.Limits.TextBytes/2)
 		rc.Close()
 		if err != nil {

@@ -29,6 +29,7 @@ import (
 type Storage interface {
 	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (storage.Object, error)
 	Open(ctx context.Context, key string) (io.ReadCloser, storage.Object, error)
+	OpenTail(ctx context.Context, key string, n int64) (io.ReadCloser, storage.Object, error)
 	Stat(ctx context.Context, key string) (storage.Object, error)
 	PresignGet(ctx context.Context, key, filename string) (string, time.Time, error)
 	Retention() time.Duration

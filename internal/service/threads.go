@@ -156,6 +156,13 @@ func (s *Service) OpenFile(ctx context.Context, f jobs.File) (io.ReadCloser, sto
 	return s.cfg.Store.Open(ctx, f.Key)
 }
 
+// OpenFileTail streams the last n bytes of an artifact: the end of a long log
+// without reading the whole of it.
+func (s *Service) OpenFileTail(ctx context.Context, f jobs.File, n int64) (io.ReadCloser, error) {
+	rc, _, err := s.cfg.Store.OpenTail(ctx, f.Key, n)
+	return rc, err
+}
+
 // runOp queues a thread operation and waits for it to end.
 func (s *Service) runOp(ctx context.Context, op *jobs.Execution) (*jobs.Execution, error) {
 	op.ID, op.Status, op.CreatedAt = jobs.NewOpID(), jobs.Queued, s.cfg.Now().UTC()
