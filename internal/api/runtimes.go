@@ -71,7 +71,10 @@ func (s *Server) runtimes(c echo.Context) error {
 		switch {
 		case rp.Manifest != nil:
 			pv.Manifest, pv.ImageKind = manifestPublished, rp.Manifest.Image
-			pv.Languages, pv.Packages, pv.Missing = rp.Manifest.Languages, rp.Manifest.Packages, rp.Manifest.Missing
+			// Appended, so the lists are never null whatever was published.
+			pv.Languages = append(pv.Languages, rp.Manifest.Languages...)
+			pv.Packages = append(pv.Packages, rp.Manifest.Packages...)
+			pv.Missing = append(pv.Missing, rp.Manifest.Missing...)
 		case rp.Known:
 			pv.Manifest = manifestAbsent
 		}
