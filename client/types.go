@@ -10,6 +10,7 @@ import (
 type RunRequest struct {
 	ThreadID       string // empty: a one-off sandbox
 	Language       string // "python" (default) or "bash"
+	Profile        string // sandbox profile; empty: the thread's, else the tenant's default
 	Code           string
 	Files          []InputFile
 	TimeoutMS      int
@@ -34,6 +35,9 @@ func (r RunRequest) body() map[string]any {
 	}
 	if r.Language != "" {
 		b["language"] = r.Language
+	}
+	if r.Profile != "" {
+		b["profile"] = r.Profile
 	}
 	if r.TimeoutMS > 0 {
 		b["timeout_ms"] = r.TimeoutMS
@@ -66,6 +70,7 @@ type Execution struct {
 	ID              string   `json:"id"`
 	ThreadID        *string  `json:"thread_id"`
 	Language        string   `json:"language"`
+	Profile         string   `json:"profile"`
 	Status          string   `json:"status"`
 	Stdout          string   `json:"stdout"`
 	Stderr          string   `json:"stderr"`

@@ -50,7 +50,11 @@ type Execution struct {
 	Tenant   string           `json:"tenant"`
 	ThreadID string           `json:"thread_id,omitempty"`
 	Language sandbox.Language `json:"language"`
-	Status   Status           `json:"status"`
+	// Profile names the sandbox profile (Profile) the execution runs in; a
+	// thread's items all carry the thread's. Empty in records older than profiles:
+	// the default profile.
+	Profile string `json:"profile,omitempty"`
+	Status  Status `json:"status"`
 
 	// The request.
 	Code       string            `json:"code"`

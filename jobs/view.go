@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"path"
@@ -20,6 +21,7 @@ type View struct {
 	ID       string           `json:"id"`
 	ThreadID *string          `json:"thread_id"`
 	Language sandbox.Language `json:"language"`
+	Profile  string           `json:"profile"`
 	Status   Status           `json:"status"`
 	Outcome
 	Files     []FileView      `json:"files"`
@@ -42,7 +44,7 @@ type FileView struct {
 // valid for the URL TTL from each read, for as long as the artifacts are kept.
 func Render(ctx context.Context, ex *Execution, p Presigner) (*View, error) {
 	v := &View{
-		ID: ex.ID, Language: ex.Language, Status: ex.Status, Outcome: ex.Outcome, Files: []FileView{},
+		ID: ex.ID, Language: ex.Language, Profile: cmp.Or(ex.Profile, DefaultProfile), Status: ex.Status, Outcome: ex.Outcome, Files: []FileView{},
 		CreatedAt: ex.CreatedAt.UTC(), Metadata: ex.Metadata, Webhook: ex.Webhook,
 	}
 	v.StartedAt, v.FinishedAt = utc(ex.StartedAt), utc(ex.FinishedAt)

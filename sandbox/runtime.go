@@ -28,6 +28,10 @@ type Spec struct {
 	Tenant string
 	Thread string // empty for a one-off sandbox
 	Owner  string // id of the creating worker, for orphan cleanup
+	// Image is the image to create the sandbox from; empty: the runtime's own (its
+	// configured image, the one blank sandboxes are made of). Find adopts a thread's
+	// sandbox whatever image it was made of: the workspace matters more.
+	Image  string
 	Limits Limits
 	// Preload imports numpy, pandas and matplotlib when the kernel starts: slower to
 	// create, faster to run. Worth it for sandboxes that serve many runs.

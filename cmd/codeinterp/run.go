@@ -26,6 +26,7 @@ func run(ctx context.Context, c *client.Client, args []string) error {
 	out := fs.String("out", "", "directory to download produced files into")
 	lang := fs.String("lang", "", "python or bash (default: from the script's extension)")
 	timeout := fs.Duration("timeout", 0, "execution timeout (default: the service's)")
+	profile := fs.String("profile", "", "sandbox profile (default: the thread's, else your default; see GET /v1/runtimes)")
 	var files, env multi
 	fs.Var(&files, "file", "input file PATH[:NAME], repeatable (NAME: where under /workspace)")
 	fs.Var(&env, "env", "environment variable K=V, repeatable")
@@ -40,7 +41,7 @@ func run(ctx context.Context, c *client.Client, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := client.RunRequest{ThreadID: *thread, Code: string(code), Language: *lang, TimeoutMS: int(timeout.Milliseconds())}
+	req := client.RunRequest{ThreadID: *thread, Code: string(code), Language: *lang, Profile: *profile, TimeoutMS: int(timeout.Milliseconds())}
 	if req.Language == "" && (strings.HasSuffix(script, ".sh") || strings.HasSuffix(script, ".bash")) {
 		req.Language = "bash"
 	}

@@ -78,7 +78,8 @@ func setup(t *testing.T) *bundle {
 	b := &bundle{records: recs, store: store, queue: &fakeQueue{}}
 	svc := service.New(service.Config{
 		Records: recs, Threads: threads, Waiter: waiter, Queue: b.queue, Store: store,
-		Limits: service.Limits{MaxUploadBytes: 64 << 10, WorkspaceBytes: 64 << 10, DefaultTimeoutMS: 30000, MaxTimeoutMS: 60000},
+		Limits:   service.Limits{MaxUploadBytes: 64 << 10, WorkspaceBytes: 64 << 10, DefaultTimeoutMS: 30000, MaxTimeoutMS: 60000},
+		Profiles: testProfiles,
 	})
 	b.srv = httptest.NewServer(api.New(api.Config{
 		Service: svc, Keys: keys,

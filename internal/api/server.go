@@ -98,6 +98,7 @@ func New(cfg Config) *Server {
 	v1.GET("/threads/:id/files/*", s.getThreadFile, s.longLived(true))
 	v1.POST("/files", s.upload, bodyLimit(up), s.budgeted(up))
 	v1.GET("/usage", s.usage)
+	v1.GET("/runtimes", s.runtimes)
 	if cfg.MCP != nil {
 		// Every MCP request may be long-lived (a tool call waits for its execution,
 		// a GET is the session's event stream): each holds one of the tenant's streams.

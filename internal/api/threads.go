@@ -12,6 +12,7 @@ import (
 
 type threadView struct {
 	ID           string      `json:"id"`
+	Profile      string      `json:"profile"`
 	Sandbox      string      `json:"sandbox"`
 	LastActiveAt *time.Time  `json:"last_active_at"`
 	Queued       int64       `json:"queued"`
@@ -51,7 +52,7 @@ func (s *Server) getThread(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := threadView{ID: th.ID, Sandbox: string(th.Sandbox), LastActiveAt: th.LastActiveAt, Queued: th.Queued, Files: []fileEntry{}}
+	v := threadView{ID: th.ID, Profile: th.Profile, Sandbox: string(th.Sandbox), LastActiveAt: th.LastActiveAt, Queued: th.Queued, Files: []fileEntry{}}
 	for _, f := range th.Files {
 		v.Files = append(v.Files, fileEntry{Name: f.Name, Size: f.Size, ModifiedAt: f.ModTime})
 	}

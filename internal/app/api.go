@@ -47,13 +47,17 @@ func (a *App) API(ctx context.Context) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
+	profiles, err := cfg.SandboxProfiles()
+	if err != nil {
+		return nil, err
+	}
 	waiter := a.Records.NewWaiter()
 	if err := waiter.Start(ctx); err != nil {
 		return nil, err
 	}
 	svc := service.New(service.Config{
 		Records: a.Records, Threads: a.Threads, Waiter: waiter, Queue: jobs.NewEnqueuer(a.Tasks), Store: a.Store, Quotas: a.Quotas,
-		WebhookTenants: tenantSet(hooks.Secrets), WebhookGuard: hooks.Guard, Logger: a.Logger,
+		WebhookTenants: tenantSet(hooks.Secrets), WebhookGuard: hooks.Guard, Logger: a.Logger, Profiles: profiles,
 		Limits: service.Limits{
 			MaxUploadBytes: cfg.WorkspaceMB << 20, WorkspaceBytes: cfg.WorkspaceMB << 20,
 			DefaultTimeoutMS: cfg.TimeoutMS, MaxTimeoutMS: cfg.MaxTimeoutMS,

@@ -35,13 +35,15 @@ type Worker struct {
 func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
 	cfg := a.Config
 	cfg.WorkerID = cmp.Or(opt.ID, cfg.WorkerID)
-	hooks, _ := cfg.Webhooks() // validated by config.Load
+	hooks, _ := cfg.Webhooks()           // validated by config.Load
+	profiles, _ := cfg.SandboxProfiles() // validated by config.Load
+	manifests, _ := rt.(worker.ManifestReader)
 	if j := a.journal(cfg.WorkerID); j != nil {
 		rt = j.Runtime(rt)
 	}
 	runner := worker.NewRunner(worker.Config{
 		Records: a.Records, Threads: a.Threads, Artifacts: a.Store,
-		Runtime: rt, Limits: cfg.Limits(), WarmPool: cfg.WarmPool,
+		Runtime: rt, Limits: cfg.Limits(), Profiles: profiles, Manifests: manifests, WarmPool: cfg.WarmPool,
 		OneOffPool: cfg.OneOffPool, Recycle: cfg.OneOffRecycle, RecycleIdle: cfg.OneOffRecycleIdle,
 		RecyclePerTenant: cfg.OneOffRecyclePerTenant, RecycleMax: cfg.OneOffRecycleMax,
 		MaxSandboxes: cfg.MaxSandboxes, MaxPerTenant: cfg.MaxSandboxesPerTenant,

@@ -100,6 +100,11 @@ type Config struct {
 	QuotaUploadBytesDay int64   `env:"QUOTA_UPLOAD_BYTES_DAY" envDefault:"10737418240"` // bytes uploaded per UTC day
 	TenantQuotas        string  `env:"TENANT_QUOTAS"`                                   // tenant:name=value,...;tenant:...
 
+	// Sandbox profiles beside the default one, and which tenants may use which
+	// (profiles.go): "name:key=value,…;…" and "tenant:name+name;*:name".
+	Profiles       string `env:"PROFILES"`
+	TenantProfiles string `env:"TENANT_PROFILES"`
+
 	// Webhook delivery has a queue and workers of its own.
 	WebhookConcurrency       int `env:"WEBHOOK_CONCURRENCY" envDefault:"8"`
 	WebhookTenantConcurrency int `env:"WEBHOOK_TENANT_CONCURRENCY" envDefault:"2"`
@@ -229,6 +234,13 @@ func (c Config) validate() error {
 	check(c.RedisFullRatio > 0 && c.RedisFullRatio <= 1, "CODEINTERP_REDIS_FULL_RATIO %g: want more than 0, at most 1", c.RedisFullRatio)
 	_, err = c.Quotas()
 	check(err == nil, "%v", err)
+	profiles, err := c.SandboxProfiles()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range profiles.All()[1:] { // the default profile's output is checked above
+		check(c.MaxLogBytes >= int64(p.Limits.Output), "CODEINTERP_MAX_LOG_BYTES %d: want at least the output_bytes of profile %s (%d)", c.MaxLogBytes, p.Name, p.Limits.Output)
+	}
 	check(c.WebhookConcurrency >= 1 && c.WebhookTenantConcurrency >= 1, "CODEINTERP_WEBHOOK_CONCURRENCY and _TENANT_CONCURRENCY: want at least 1")
 	check(c.MCPTextBytes >= 256 && c.MCPImageSide >= 16 && c.MCPImageBytes >= 1024 && c.MCPSessionTimeout >= time.Minute,
 		"CODEINTERP_MCP_TEXT_BYTES (%d) want at least 256, _IMAGE_SIDE (%d) at least 16, _IMAGE_BYTES (%d) at least 1024, _SESSION_TIMEOUT (%s) at least 1m",

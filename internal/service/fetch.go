@@ -135,8 +135,8 @@ func (b *cappedBody) Close() error {
 }
 
 // fetchInputs downloads the input files given by URL, each up to the upload limit,
-// all of them within the workspace.
-func (s *Service) fetchInputs(ctx context.Context, files []validFile) error {
+// all of them within the workspace of the execution's profile.
+func (s *Service) fetchInputs(ctx context.Context, files []validFile, lim Limits) error {
 	var total int64
 	for i := range files {
 		f := &files[i]
@@ -144,13 +144,13 @@ func (s *Service) fetchInputs(ctx context.Context, files []validFile) error {
 			total += int64(len(f.data))
 			continue
 		}
-		data, err := s.FetchURL(ctx, f.field+".url", f.url, min(s.cfg.Limits.MaxUploadBytes, s.cfg.Limits.WorkspaceBytes))
+		data, err := s.FetchURL(ctx, f.field+".url", f.url, min(lim.MaxUploadBytes, lim.WorkspaceBytes))
 		if err != nil {
 			return err
 		}
 		f.data, total = data, total+int64(len(data))
-		if total > s.cfg.Limits.WorkspaceBytes {
-			return TooLarge("files", "the files total over %d bytes, the workspace's size", s.cfg.Limits.WorkspaceBytes)
+		if total > lim.WorkspaceBytes {
+			return TooLarge("files", "the files total over %d bytes, the workspace's size", lim.WorkspaceBytes)
 		}
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/codeinterp/codeinterp/jobs/records"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/jobs/webhook"
+	"github.com/codeinterp/codeinterp/sandbox"
 	"github.com/codeinterp/codeinterp/storage"
 )
 
@@ -58,7 +59,12 @@ type Config struct {
 	Store   Storage
 	// Quotas enforces the per-tenant quotas shared across API replicas.
 	Quotas *quota.Counters
+	// Limits bound requests; the timeouts and workspace are those of the default
+	// profile, and Profiles' own apply to a request in another.
 	Limits Limits
+	// Profiles are the sandbox profiles and who may use them; zero: the default
+	// profile alone, from Limits.
+	Profiles jobs.Profiles
 	// Webhooks: the tenants that may use them (those with a signing secret) and the
 	// addresses they may target.
 	WebhookTenants map[string]bool
@@ -79,6 +85,12 @@ func New(cfg Config) *Service {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Profiles.IsZero() {
+		cfg.Profiles = jobs.NewProfiles(jobs.Profile{
+			DefaultTimeoutMS: cfg.Limits.DefaultTimeoutMS, MaxTimeoutMS: cfg.Limits.MaxTimeoutMS,
+			Limits: sandbox.Limits{Workspace: cfg.Limits.WorkspaceBytes},
+		}, nil, nil)
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = jobs.NewID

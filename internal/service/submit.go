@@ -59,7 +59,12 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if err := s.cfg.Quotas.Submit(ctx, tenant); err != nil {
 		return nil, asQuota(err, "")
 	}
-	files, err := req.validate(s.cfg.Limits)
+	prof, err := s.profile(ctx, tenant, req.Profile, deref(req.ThreadID))
+	if err != nil {
+		return nil, err
+	}
+	lim := s.limitsOf(prof)
+	files, err := req.validate(lim)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +75,7 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if err := s.cfg.Records.Admit(ctx, tenant, deref(req.ThreadID)); err != nil {
 		return nil, s.quotaError(err)
 	}
-	if err := s.fetchInputs(ctx, files); err != nil {
+	if err := s.fetchInputs(ctx, files, lim); err != nil {
 		return nil, err
 	}
 	var inline int64
@@ -81,14 +86,14 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 		return nil, asQuota(err, "files")
 	}
 	ex := &jobs.Execution{
-		ID: s.cfg.NewID(), Tenant: tenant, ThreadID: deref(req.ThreadID), Language: req.Language, Status: jobs.Queued,
+		ID: s.cfg.NewID(), Tenant: tenant, ThreadID: deref(req.ThreadID), Language: req.Language, Profile: prof.Name, Status: jobs.Queued,
 		Code: *req.Code, Env: req.Env, TimeoutMS: *req.TimeoutMS, Metadata: req.Metadata,
 		CreatedAt: s.cfg.Now().UTC(), WebhookURL: req.WebhookURL,
 	}
 	if ex.WebhookURL != "" {
 		ex.Webhook = &jobs.WebhookState{State: jobs.DeliveryPending}
 	}
-	if ex.Inputs, err = s.storeInputs(ctx, ex, files); err != nil {
+	if ex.Inputs, err = s.storeInputs(ctx, ex, files, lim); err != nil {
 		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, inline)
 		return nil, err
 	}
@@ -100,7 +105,12 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 		_, _ = s.cfg.Store.DeletePrefix(context.WithoutCancel(ctx), jobs.InputKey(ex, ""))
 		return nil, s.quotaError(err)
 	}
-	switch { // not created: lost a race with the same Idempotency-Key
+	var mismatch *records.ProfileMismatch
+	switch { // not created: lost a race with the same Idempotency-Key, or a thread's profile
+	case errors.As(err, &mismatch):
+		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, inline)
+		_, _ = s.cfg.Store.DeletePrefix(context.WithoutCancel(ctx), jobs.InputKey(ex, ""))
+		return nil, asProfileMismatch(err)
 	case errors.Is(err, records.ErrIdempotencyMismatch):
 		return s.replay(ctx, tenant, created.ID, false)
 	case err != nil:
@@ -176,7 +186,7 @@ func deref(s *string) string {
 }
 
 // storeInputs puts inline files in storage and checks that uploads exist.
-func (s *Service) storeInputs(ctx context.Context, ex *jobs.Execution, files []validFile) ([]jobs.Input, error) {
+func (s *Service) storeInputs(ctx context.Context, ex *jobs.Execution, files []validFile, lim Limits) ([]jobs.Input, error) {
 	var inputs []jobs.Input
 	var total int64
 	for i, f := range files {
@@ -200,8 +210,8 @@ func (s *Service) storeInputs(ctx context.Context, ex *jobs.Execution, files []v
 		}
 		inputs = append(inputs, jobs.Input{Name: f.name, Key: key, Size: int64(len(f.data))})
 	}
-	if total > s.cfg.Limits.WorkspaceBytes {
-		return nil, TooLarge("files", "input files total %d bytes; the workspace holds %d", total, s.cfg.Limits.WorkspaceBytes)
+	if total > lim.WorkspaceBytes {
+		return nil, TooLarge("files", "input files total %d bytes; the workspace holds %d", total, lim.WorkspaceBytes)
 	}
 	return inputs, nil
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -19,6 +20,7 @@ const OpWait = 60 * time.Second
 // Thread is what a client sees of a thread.
 type Thread struct {
 	ID           string
+	Profile      string // the profile the thread was created with
 	Sandbox      jobs.SandboxState
 	LastActiveAt *time.Time
 	Queued       int64
@@ -57,7 +59,11 @@ func (s *Service) Thread(ctx context.Context, tenant, id string) (*Thread, error
 	if state == nil && len(q.Queued) == 0 && q.Inflight == "" {
 		return nil, NotFound("thread " + id)
 	}
-	th := &Thread{ID: id, Sandbox: jobs.SandboxNone, Queued: int64(len(q.Queued))}
+	profile, err := s.cfg.Records.ThreadProfile(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	th := &Thread{ID: id, Profile: cmp.Or(profile, jobs.DefaultProfile), Sandbox: jobs.SandboxNone, Queued: int64(len(q.Queued))}
 	if state != nil {
 		t := state.LastActiveAt
 		th.LastActiveAt = &t
@@ -109,7 +115,12 @@ func (s *Service) PutFile(ctx context.Context, tenant, id, path string, body io.
 	if err := s.cfg.Quotas.Submit(ctx, tenant); err != nil {
 		return "", storage.Object{}, asQuota(err, "")
 	}
-	op := &jobs.Execution{ID: jobs.NewOpID(), Kind: jobs.KindPutFile, Tenant: tenant, ThreadID: id, Status: jobs.Queued, CreatedAt: s.cfg.Now().UTC()}
+	// A file put to a new thread creates it, in the tenant's default profile.
+	prof, err := s.profile(ctx, tenant, "", id)
+	if err != nil {
+		return "", storage.Object{}, err
+	}
+	op := &jobs.Execution{ID: jobs.NewOpID(), Kind: jobs.KindPutFile, Tenant: tenant, ThreadID: id, Profile: prof.Name, Status: jobs.Queued, CreatedAt: s.cfg.Now().UTC()}
 	key := jobs.InputKey(op, name)
 	obj, err := s.storeCounted(ctx, tenant, key, body, size)
 	if err != nil {
@@ -117,7 +128,7 @@ func (s *Service) PutFile(ctx context.Context, tenant, id, path string, body io.
 	}
 	op.Inputs = []jobs.Input{{Name: name, Key: key, Size: obj.Size}}
 	if _, err := s.cfg.Records.Create(ctx, op, "", ""); err != nil {
-		return "", storage.Object{}, err
+		return "", storage.Object{}, asProfileMismatch(err)
 	}
 	return name, obj, nil
 }

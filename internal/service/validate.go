@@ -46,6 +46,7 @@ var (
 type SubmitRequest struct {
 	ThreadID   *string           `json:"thread_id"`
 	Language   sandbox.Language  `json:"language"`
+	Profile    string            `json:"profile"`
 	Code       *string           `json:"code"`
 	Files      []InputFile       `json:"files"`
 	TimeoutMS  *int64            `json:"timeout_ms"`
@@ -97,7 +98,7 @@ func (r *SubmitRequest) validate(lim Limits) ([]validFile, error) {
 	if r.TimeoutMS == nil {
 		r.TimeoutMS = &lim.DefaultTimeoutMS
 	} else if *r.TimeoutMS < 1 || *r.TimeoutMS > lim.MaxTimeoutMS {
-		return nil, Invalid("timeout_ms", "must be between 1 and %d", lim.MaxTimeoutMS)
+		return nil, Invalid("timeout_ms", "must be between 1 and %d (the profile's maximum)", lim.MaxTimeoutMS)
 	}
 	if err := validateEnv(r.Env); err != nil {
 		return nil, err

@@ -21,7 +21,8 @@ import (
 // them without following links.
 func (r *Runner) collect(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execution, out sandbox.Outcome, stdout, stderr *spool) error {
 	ex.Files = ex.Files[:0]
-	c := collection{workspace: r.limits().Workspace, left: r.cfg.Budgets.CollectBytes}
+	lim, b := r.sizeOf(ex)
+	c := collection{workspace: lim.Workspace, left: b.CollectBytes}
 	var names []string
 	for _, name := range out.Outputs {
 		if err := jobs.CheckKey(jobs.ArtifactKey(ex, name)); err != nil {

@@ -31,10 +31,10 @@ func (r *Runner) start(ctx context.Context, ex *jobs.Execution) (bool, error) {
 func (r *Runner) execute(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execution, before func(context.Context, sandbox.Outcome)) (sandbox.Outcome, error) {
 	ctx, done := r.track(ctx, ex.ID)
 	defer done()
-	stdout, stderr := newSpool(int64(r.limits().Output), r.cfg.MaxLog), newSpool(int64(r.limits().Output), r.cfg.MaxLog)
+	lim, b := r.sizeOf(ex)
+	stdout, stderr := newSpool(int64(lim.Output), r.cfg.MaxLog), newSpool(int64(lim.Output), r.cfg.MaxLog)
 	defer stdout.close()
 	defer stderr.close()
-	b := r.cfg.Budgets
 	events := r.newStream(ctx, ex)
 	// The runtime keeps results within the request's bounds; so does the worker, whatever
 	// the runtime does.

@@ -46,6 +46,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	if r.cfg.Recycle {
 		r.bg.Go(func() { r.recycleLoop(bgCtx) })
 	}
+	if r.cfg.Manifests != nil {
+		r.bg.Go(func() { r.publishManifests(bgCtx) })
+	}
 	return nil
 }
 

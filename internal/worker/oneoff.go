@@ -39,6 +39,9 @@ func (r *Runner) ProcessOneOff(ctx context.Context, t *asynq.Task) error {
 		return r.finish(ctx, ex, jobs.Failed, jobs.ErrWorkerLost.With(
 			"the worker running this execution stopped before it finished; it was not re-run because the code may already have had effects"))
 	}
+	if _, err := r.profileOf(ex.Profile); err != nil {
+		return r.finish(ctx, ex, jobs.Failed, sandboxError(err)) // retrying would not help
+	}
 	err = r.run(ctx, ex)
 	if err == nil {
 		return nil
@@ -53,12 +56,16 @@ func (r *Runner) ProcessOneOff(ctx context.Context, t *asynq.Task) error {
 
 // run prepares a sandbox and runs ex in it. An error means the code did not start.
 func (r *Runner) run(ctx context.Context, ex *jobs.Execution) (err error) {
-	sb, err := r.oneOffSandbox(ctx, ex.Tenant)
+	prof, err := r.profileOf(ex.Profile)
+	if err != nil {
+		return err
+	}
+	sb, err := r.oneOffSandbox(ctx, ex.Tenant, prof)
 	if err != nil {
 		return fmt.Errorf("create sandbox: %w", err)
 	}
 	reusable := false
-	defer func() { r.doneWith(ctx, ex.Tenant, sb, reusable) }()
+	defer func() { r.doneWith(ctx, ex.Tenant, sb, reusable && prof.Name == jobs.DefaultProfile) }()
 	if err := r.putInputs(ctx, sb, ex); err != nil {
 		return err
 	}
@@ -74,7 +81,12 @@ func (r *Runner) run(ctx context.Context, ex *jobs.Execution) (err error) {
 // oneOffSandbox returns a sandbox for a one-off of tenant, the quickest first: one of
 // the tenant's own wiped sandboxes; one from the one-off pool, which no code ran in;
 // a new one. Only a sandbox that served this tenant alone is ever recycled for it.
-func (r *Runner) oneOffSandbox(ctx context.Context, tenant string) (sandbox.Sandbox, error) {
+// Pools and recycling serve the default profile alone: a one-off in another profile
+// gets a new sandbox, removed afterwards.
+func (r *Runner) oneOffSandbox(ctx context.Context, tenant string, p jobs.Profile) (sandbox.Sandbox, error) {
+	if p.Name != jobs.DefaultProfile {
+		return r.cfg.Runtime.Create(ctx, sandbox.Spec{Tenant: tenant, Owner: r.cfg.Worker, Image: p.Image, Limits: p.Limits})
+	}
 	if r.cfg.Recycle {
 		if sb := r.recycled.take(tenant); sb != nil {
 			return sb, nil

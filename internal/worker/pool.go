@@ -10,8 +10,8 @@ import (
 
 // pool keeps blank sandboxes ready, so a new thread's first execution, or a one-off,
 // pays neither the container start nor the library imports. It is refilled in the
-// background. A worker has one per profile: blank sandboxes for threads, recyclable
-// ones for one-offs.
+// background. A worker has two, both of the default profile's sandboxes alone: blank
+// sandboxes for threads, recyclable ones for one-offs.
 type pool struct {
 	size  int
 	mu    sync.Mutex

@@ -28,7 +28,14 @@ type Config struct {
 	Threads   *threadq.Queue
 	Artifacts Artifacts
 	Runtime   sandbox.Runtime
-	Limits    sandbox.Limits
+	// Limits are the default profile's; pools hold sandboxes of it alone.
+	Limits sandbox.Limits
+	// Profiles are the sandbox profiles executions and threads name; zero: the
+	// default profile alone, of Limits and the runtime's image.
+	Profiles jobs.Profiles
+	// Manifests, if set, reads each profile image's manifest at start, published
+	// for GET /v1/runtimes.
+	Manifests ManifestReader
 	// WarmPool is how many blank sandboxes (kernel up, libraries imported) the worker
 	// keeps ready for new threads; 0 disables the pool.
 	WarmPool int
@@ -71,8 +78,9 @@ type Config struct {
 // slot takes threads offered to all, and the API wakes a thread's owner directly;
 // both waits block in Redis, so neither polls.
 type Runner struct {
-	cfg   Config
-	queue *threadq.Queue
+	cfg     Config
+	queue   *threadq.Queue
+	budgets Budgets // as configured: zero fields follow each profile's limits
 
 	mu    sync.Mutex
 	owned map[jobs.ThreadKey]*thread // threads this worker serves
@@ -107,19 +115,21 @@ func NewRunner(cfg Config) *Runner {
 	cfg.RecyclePerTenant = cmp.Or(cfg.RecyclePerTenant, 4)
 	cfg.RecycleMax = cmp.Or(cfg.RecycleMax, 8)
 	cfg.RecycleIdle = cmp.Or(cfg.RecycleIdle, time.Minute)
+	if cfg.Profiles.IsZero() {
+		cfg.Profiles = jobs.NewProfiles(jobs.Profile{Limits: cfg.Limits}, nil, nil)
+	}
+	budgets := cfg.Budgets
 	cfg.Budgets = cfg.Budgets.withDefaults(cfg.Limits.WithDefaults())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Runner{
-		cfg: cfg, queue: cfg.Threads,
+		cfg: cfg, queue: cfg.Threads, budgets: budgets,
 		owned: map[jobs.ThreadKey]*thread{}, running: map[string]*runningRun{}, pool: newPool(cfg.WarmPool),
 		slots: newSlots(cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
 		oneOffPool: newPool(cfg.OneOffPool), recycled: &recycled{perTenant: cfg.RecyclePerTenant, max: cfg.RecycleMax},
 	}
 }
-
-func (r *Runner) limits() sandbox.Limits { return r.cfg.Limits.WithDefaults() }
 
 // withDefaults fills the zero fields of b, some of which follow the sandbox limits l.
 func (b Budgets) withDefaults(l sandbox.Limits) Budgets {

@@ -33,7 +33,12 @@ func (r *Runner) threadSandbox(ctx context.Context, th *thread) (sandbox.Sandbox
 		}
 		return th.sb, jobs.SandboxInfo{Reused: true, Resumed: resumed}, nil
 	}
-	spec := r.threadSpec(th)
+	prof, err := r.threadProfile(ctx, th)
+	if err != nil {
+		return nil, jobs.SandboxInfo{}, err
+	}
+	th.profile = prof
+	spec := r.threadSpec(th, prof)
 	sb, err := r.cfg.Runtime.Find(ctx, spec)
 	if err != nil {
 		return nil, jobs.SandboxInfo{}, err
@@ -42,7 +47,7 @@ func (r *Runner) threadSandbox(ctx context.Context, th *thread) (sandbox.Sandbox
 		return r.keep(ctx, th, sb, jobs.SandboxInfo{Reused: true, KernelRestarted: true})
 	}
 	r.makeRoom(ctx, th)
-	if sb, err = r.newThreadSandbox(ctx, spec); err != nil {
+	if sb, err = r.newThreadSandbox(ctx, spec, prof); err != nil {
 		return nil, jobs.SandboxInfo{}, err
 	}
 	info := jobs.SandboxInfo{}
@@ -55,8 +60,8 @@ func (r *Runner) threadSandbox(ctx context.Context, th *thread) (sandbox.Sandbox
 	return r.keep(ctx, th, sb, info)
 }
 
-func (r *Runner) threadSpec(th *thread) sandbox.Spec {
-	return sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Limits: r.cfg.Limits, Preload: true,
+func (r *Runner) threadSpec(th *thread, p jobs.Profile) sandbox.Spec {
+	return sandbox.Spec{Tenant: th.tenant, Thread: th.id, Owner: r.cfg.Worker, Image: p.Image, Limits: p.Limits, Preload: true,
 		Fence: r.leaseOf(th).Token}
 }
 
@@ -70,9 +75,14 @@ func (r *Runner) keep(ctx context.Context, th *thread, sb sandbox.Sandbox, info 
 	return sb, info, nil
 }
 
-// newThreadSandbox takes a blank sandbox from the pool, or creates one.
-func (r *Runner) newThreadSandbox(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	if blank := r.pool.take(); blank != nil {
+// newThreadSandbox takes a blank sandbox from the pool (which holds the default
+// profile's alone), or creates one.
+func (r *Runner) newThreadSandbox(ctx context.Context, spec sandbox.Spec, p jobs.Profile) (sandbox.Sandbox, error) {
+	var blank sandbox.Sandbox
+	if p.Name == jobs.DefaultProfile {
+		blank = r.pool.take()
+	}
+	if blank != nil {
 		err := blank.Assign(ctx, spec.Tenant, spec.Thread)
 		if err != nil {
 			_ = blank.Remove(context.WithoutCancel(ctx))

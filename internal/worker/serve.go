@@ -18,6 +18,7 @@ type thread struct {
 	lease      threadq.Lease   // the claim this worker holds it under; under Runner.mu
 	lost       bool            // the lease was found taken over: drop the thread after the item running
 	sb         sandbox.Sandbox // warm sandbox, nil until an item needs one or after a reap
+	profile    jobs.Profile    // of sb: set when the thread gets a sandbox
 	refence    bool            // sb was fenced under an older lease: fence it again before use
 	running    bool            // a runner goroutine serves the thread
 	woken      bool            // woken since the runner last looked at the queue

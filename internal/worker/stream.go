@@ -19,15 +19,17 @@ const maxStreamEntry = 64 << 10
 // the budget is spent one truncated event is published and then no more output.
 // Status, file and done events are not its concern: they are always published.
 type stream struct {
-	r    *Runner
-	ctx  context.Context
-	ex   *jobs.Execution
-	left int64 // bytes of the budget not spent yet
-	cut  bool  // the truncated event was published
+	r      *Runner
+	ctx    context.Context
+	ex     *jobs.Execution
+	left   int64 // bytes of the budget not spent yet
+	budget int64 // of the execution's profile
+	cut    bool  // the truncated event was published
 }
 
 func (r *Runner) newStream(ctx context.Context, ex *jobs.Execution) *stream {
-	return &stream{r: r, ctx: ctx, ex: ex, left: r.cfg.Budgets.StreamBytes}
+	_, b := r.sizeOf(ex)
+	return &stream{r: r, ctx: ctx, ex: ex, left: b.StreamBytes, budget: b.StreamBytes}
 }
 
 // resultEvent is the data of a result event.
@@ -69,7 +71,7 @@ func (s *stream) result(rich sandbox.Rich) {
 
 func (s *stream) truncate() {
 	s.cut = true
-	budget := s.r.cfg.Budgets.StreamBytes
+	budget := s.budget
 	s.r.publish(s.ctx, s.ex, jobs.EventTruncated, map[string]any{
 		"budget": budget,
 		"message": fmt.Sprintf("the output passed the %d bytes an execution's event stream may carry: "+

@@ -73,7 +73,7 @@ func (r *Runner) getFileOp(ctx context.Context, th *thread, op *jobs.Execution) 
 	// Only a sparse file can be larger than the workspace; copying it would cost its
 	// whole size.
 	var size int64
-	ws := r.limits().Workspace
+	ws := th.profile.Limits.WithDefaults().Workspace
 	f, err := r.storeOutput(ctx, sb, op, op.Path, func(_ string, n int64) bool { size = n; return n <= ws })
 	if errors.Is(err, sandbox.ErrNoFile) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, sandbox.ErrBadPath) {
 		return jobs.ErrFileNotFound.With("no regular file " + op.Path + " in the thread's workspace"), nil
@@ -93,7 +93,7 @@ func (r *Runner) getFileOp(ctx context.Context, th *thread, op *jobs.Execution) 
 func (r *Runner) deleteThreadOp(ctx context.Context, th *thread) error {
 	sb := th.sb
 	if sb == nil {
-		found, err := r.cfg.Runtime.Find(ctx, r.threadSpec(th))
+		found, err := r.cfg.Runtime.Find(ctx, r.threadSpec(th, th.profile))
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 //	P ten:<tenant>:ex               zset (score 0, by id): the tenant's records
 //	P t:<tenant>/<thread>:ex        zset (score 0, by id): the thread's records
 //	P t:<tenant>/<thread>:meta      hash: the thread's state (sandbox, files, activity)
+//	P t:<tenant>/<thread>:profile   string: the profile the thread was created with
 //	P ten:<tenant>:active           zset: the tenant's queued or running executions, by creation (ms)
 //	P ten:<tenant>:threads          zset: the tenant's threads by last activity
 //	P active                        zset: every thread by last activity (the janitor's)
@@ -25,6 +26,7 @@ import (
 //	P lock:<name>                   a janitor's once-per-period lock
 //	P usage:<tenant>                hash: the tenant's usage counters
 //	P usage:tenants                 set: tenants with usage
+//	P manifest:<image>              string (JSON): what a worker read of a profile image's manifest
 //
 // The per-thread keys share "P t:<thread key>:" with jobs/threadq's, which owns the
 // q, own and inflight ones.
@@ -34,6 +36,10 @@ func (s *Store) tenantIndex(tenant string) string     { return s.prefix + "ten:"
 func (s *Store) activeIndex(tenant string) string     { return s.prefix + "ten:" + tenant + ":active" }
 func (s *Store) threadIndex(tk jobs.ThreadKey) string { return s.prefix + "t:" + string(tk) + ":ex" }
 func (s *Store) threadMeta(tk jobs.ThreadKey) string  { return s.prefix + "t:" + string(tk) + ":meta" }
+func (s *Store) threadProfile(tk jobs.ThreadKey) string {
+	return s.prefix + "t:" + string(tk) + ":profile"
+}
+func (s *Store) manifestKey(image string) string { return s.prefix + "manifest:" + image }
 func (s *Store) tenantThreadsKey(tenant string) string {
 	return s.prefix + "ten:" + tenant + ":threads"
 }

@@ -20,6 +20,16 @@ import (
 // ErrNotFound means no execution has the id (for this tenant).
 var ErrNotFound = errors.New("execution not found")
 
+// ProfileMismatch refuses a record naming a profile other than its thread's.
+type ProfileMismatch struct {
+	Thread  string
+	Profile string // the thread's
+}
+
+func (e *ProfileMismatch) Error() string {
+	return fmt.Sprintf("thread %s runs in profile %q", e.Thread, e.Profile)
+}
+
 // ErrIdempotencyMismatch means an Idempotency-Key was reused with a different request.
 var ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
 
@@ -93,7 +103,9 @@ type Created struct {
 // Create stores a new queued record and, for a thread, appends it to the thread's
 // queue in the same atomic step. With an idempotency key, a second Create with the
 // same tenant and key returns the first record's id and Created=false instead; with a
-// different requestHash it returns ErrIdempotencyMismatch. An execution past the
+// different requestHash it returns ErrIdempotencyMismatch. A thread keeps the profile
+// its first record named: a record naming another is refused with a
+// *ProfileMismatch (a record naming none, an operation, joins whatever it is). An execution past the
 // tenant's active or thread-queue quota is refused with a *quota.Exceeded.
 func (s *Store) Create(ctx context.Context, ex *jobs.Execution, idemKey, requestHash string) (Created, error) {
 	data, err := json.Marshal(ex)
@@ -107,15 +119,18 @@ func (s *Store) Create(ctx context.Context, ex *jobs.Execution, idemKey, request
 	tk := jobs.NewThreadKey(ex.Tenant, ex.ThreadID)
 	push := s.threads.PushTarget(tk)
 	keys := []string{ik, s.recordKey(ex.ID), s.tenantIndex(ex.Tenant), push.Queue, push.Owner, s.threadIndex(tk), push.Workers, push.Unowned, push.Offers,
-		s.activeIndex(ex.Tenant)}
+		s.activeIndex(ex.Tenant), s.threadProfile(tk)}
 	q := s.quotas(ex.Tenant)
 	res, err := createScript.Run(ctx, s.rdb, keys,
 		idemKey != "", ex.ID, requestHash, string(ex.Status), data,
 		int(s.ttl.Seconds()), int(s.idempotent.Seconds()),
 		ex.CreatedAt.UnixMilli(), ex.ThreadID != "", string(tk), push.WakePrefix,
-		push.NowMS, push.BeatTTLMS, ex.Kind == jobs.KindExecution, q.Active, q.ThreadQueue).StringSlice()
+		push.NowMS, push.BeatTTLMS, ex.Kind == jobs.KindExecution, q.Active, q.ThreadQueue, ex.Profile).StringSlice()
 	if err != nil {
 		return Created{}, fmt.Errorf("create execution record: %w", err)
+	}
+	if res[0] == "profile" {
+		return Created{}, &ProfileMismatch{Thread: ex.ThreadID, Profile: res[1]}
 	}
 	if res[0] == "quota" {
 		limit, _ := strconv.ParseFloat(res[2], 64)

@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,6 +40,19 @@ func (s *Store) ThreadState(ctx context.Context, tk jobs.ThreadKey) (*ThreadStat
 		_ = json.Unmarshal([]byte(f), &st.Files)
 	}
 	return st, nil
+}
+
+// ThreadProfile returns the profile thread tk was created with, or "" for a thread
+// unknown (or older than profiles: the default profile).
+func (s *Store) ThreadProfile(ctx context.Context, tk jobs.ThreadKey) (string, error) {
+	p, err := s.rdb.Get(ctx, s.threadProfile(tk)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("thread profile: %w", err)
+	}
+	return p, nil
 }
 
 // MarkActive records that the thread's owner is working on it at now, which also
@@ -92,7 +106,7 @@ func (s *Store) ForgetThread(ctx context.Context, tk jobs.ThreadKey) error {
 	tenant, thread := tk.Split()
 	return s.exec(ctx, func(p redis.Pipeliner) {
 		p.ZRem(ctx, s.liveKey(tenant), string(tk))
-		p.Del(ctx, s.threadMeta(tk))
+		p.Del(ctx, s.threadMeta(tk), s.threadProfile(tk))
 		p.ZRem(ctx, s.activeKey(), string(tk))
 		p.ZRem(ctx, s.tenantThreadsKey(tenant), thread)
 	})

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -141,6 +142,7 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
 	defer cancel()
 	limits := spec.Limits.WithDefaults()
+	image := cmp.Or(spec.Image, d.cfg.Image)
 	name := d.cfg.Prefix + "-" + randomHex(8)
 	if spec.Thread != "" {
 		name = threadName(d.cfg.Prefix, spec.Tenant, spec.Thread)
@@ -181,7 +183,7 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 	undo = append(undo, func(ctx context.Context) { _ = d.cli.VolumeRemove(ctx, vol.Name, true) })
 
 	created, err := d.cli.ContainerCreate(ctx, &container.Config{
-		Image:           d.cfg.Image,
+		Image:           image,
 		Cmd:             keeperCmd(spec.Fence),
 		User:            keeperUser,
 		WorkingDir:      "/workspace",
@@ -191,7 +193,7 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 	if err != nil {
 		switch {
 		case client.IsErrNotFound(err):
-			return nil, fmt.Errorf("%w: %s: %v", sandbox.ErrImageMissing, d.cfg.Image, err)
+			return nil, fmt.Errorf("%w: %s: %v", sandbox.ErrImageMissing, image, err)
 		case errdefs.IsConflict(err):
 			return nil, fmt.Errorf("%w: %s", sandbox.ErrExists, name)
 		}

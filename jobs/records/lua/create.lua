@@ -4,14 +4,17 @@
 -- KEYS: 1 idempotency key (used if ARGV[1] == "1"), 2 record, 3 tenant index,
 --       4 thread queue, 5 thread owner, 6 thread index (4-6 used if ARGV[9] == "1"),
 --       7 workers zset, 8 unowned threads zset, 9 offers list,
---       10 the tenant's active (queued or running) executions zset
+--       10 the tenant's active (queued or running) executions zset,
+--       11 the thread's profile (used if ARGV[9] == "1")
 -- ARGV: 1 use_idem, 2 id, 3 request_hash, 4 status, 5 json, 6 record_ttl, 7 idem_ttl,
 --       8 created_ms, 9 in_thread, 10 thread key, 11 wake key prefix,
 --       12 now_ms, 13 heartbeat_ttl_ms, 14 is_execution (ops are neither listed nor
---       counted), 15 max active (0: none), 16 max queued on the thread (0: none)
+--       counted), 15 max active (0: none), 16 max queued on the thread (0: none),
+--       17 the record's profile ("": none, for operations on an existing thread)
 -- Returns {"created"|"exists", id, hash, owner}: owner is the live worker holding the
 -- thread, which has been woken, or "" when the thread needs a new owner; or
--- {"quota", name, limit} when a quota refuses it (nothing is stored then).
+-- {"quota", name, limit} when a quota refuses it, or {"profile", the thread's} when
+-- the record names a profile other than its thread's (nothing is stored then).
 if ARGV[1] == "1" then
   local existing = redis.call("HMGET", KEYS[1], "id", "hash")
   if existing[1] then
@@ -28,6 +31,14 @@ if execution then
   if ARGV[9] == "1" and maxQueue > 0 and redis.call("LLEN", KEYS[4]) >= maxQueue then
     return {"quota", "thread_queue", ARGV[16]}
   end
+end
+-- A thread keeps the profile its first record named.
+if ARGV[9] == "1" and ARGV[17] ~= "" then
+  local profile = redis.call("GET", KEYS[11])
+  if profile and profile ~= ARGV[17] then
+    return {"profile", profile}
+  end
+  redis.call("SET", KEYS[11], ARGV[17], "EX", ARGV[6])
 end
 if ARGV[1] == "1" then
   redis.call("HSET", KEYS[1], "id", ARGV[2], "hash", ARGV[3])
