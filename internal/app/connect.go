@@ -21,6 +21,7 @@ import (
 	"github.com/codeinterp/codeinterp/internal/config"
 	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/skills"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/jobs/webhook"
 	"github.com/codeinterp/codeinterp/storage"
@@ -33,6 +34,9 @@ type App struct {
 	Redis   *redis.Client
 	Streams *redis.Client // blocking stream reads, on a pool of their own
 	Store   *storage.Store
+	// SkillStore holds skills, in a bucket of their own without expiry.
+	SkillStore *storage.Store
+	Skills     *skills.Catalog
 	Tasks   *asynq.Client // enqueues one-offs and webhook deliveries
 	Threads *threadq.Queue
 	Records *records.Store
@@ -59,12 +63,20 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error
 	if err == nil {
 		err = WaitFor(ctx, "storage", store.Init)
 	}
+	var skillStore *storage.Store
+	if err == nil {
+		skillStore, err = storage.New(cfg.SkillStorage())
+	}
+	if err == nil {
+		err = WaitFor(ctx, "skill storage", skillStore.Init)
+	}
 	if err != nil {
 		rdb.Close()
 		streams.Close()
 		return nil, err
 	}
-	a := &App{Config: cfg, Logger: log, Redis: rdb, Streams: streams, Store: store, Tasks: asynq.NewClientFromRedisClient(rdb)}
+	a := &App{Config: cfg, Logger: log, Redis: rdb, Streams: streams, Store: store, SkillStore: skillStore, Tasks: asynq.NewClientFromRedisClient(rdb),
+		Skills: skills.New(rdb, skills.Config{Prefix: cfg.KeyPrefix, ThreadTTL: cfg.Retention})}
 	quotas, err := cfg.Quotas()
 	if err != nil {
 		a.Close()

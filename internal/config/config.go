@@ -98,6 +98,7 @@ type Config struct {
 	QuotaThreadQueue    int     `env:"QUOTA_THREAD_QUEUE" envDefault:"100"`             // items queued on one thread
 	QuotaStreams        int     `env:"QUOTA_STREAMS" envDefault:"16"`                   // open event streams and long-polls, per API process
 	QuotaUploadBytesDay int64   `env:"QUOTA_UPLOAD_BYTES_DAY" envDefault:"10737418240"` // bytes uploaded per UTC day
+	QuotaSkillBytes     int64   `env:"QUOTA_SKILL_BYTES" envDefault:"1073741824"`       // bytes of skills held
 	TenantQuotas        string  `env:"TENANT_QUOTAS"`                                   // tenant:name=value,...;tenant:...
 
 	// Webhook delivery has a queue and workers of its own.
@@ -109,6 +110,17 @@ type Config struct {
 	MCPImageSide      int           `env:"MCP_IMAGE_SIDE" envDefault:"1024"`    // a figure's longer side, in pixels
 	MCPImageBytes     int           `env:"MCP_IMAGE_BYTES" envDefault:"262144"` // a figure's PNG, after downscaling
 	MCPSessionTimeout time.Duration `env:"MCP_SESSION_TIMEOUT" envDefault:"1h"` // an idle session is closed (its thread stays)
+
+	// Skills (docs/API.md, "Skills"): the bucket they are kept in (no expiry; default
+	// "<S3_BUCKET>-skills"), what one upload may hold, how many an execution attaches,
+	// and each worker host's cache of their archives.
+	S3SkillBucket      string `env:"S3_SKILL_BUCKET"`
+	SkillMaxBytes      int64  `env:"SKILL_MAX_BYTES" envDefault:"52428800"`          // an uploaded archive
+	SkillMaxUnpacked   int64  `env:"SKILL_MAX_UNPACKED_BYTES" envDefault:"67108864"` // its files, unpacked
+	SkillMaxFiles      int    `env:"SKILL_MAX_FILES" envDefault:"2000"`              // its files and directories
+	SkillsPerExecution int    `env:"SKILLS_PER_EXECUTION" envDefault:"8"`            // attached to one execution (a thread's included)
+	SkillCacheDir      string `env:"SKILL_CACHE_DIR"`                                // default <tmp>/codeinterp-skills
+	SkillCacheBytes    int64  `env:"SKILL_CACHE_BYTES" envDefault:"1073741824"`      // per worker host
 
 	// The janitor ends executions stuck queued or running this long with no live owner.
 	StuckAfter time.Duration `env:"STUCK_AFTER" envDefault:"10m"`

@@ -19,6 +19,7 @@ import (
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/skills"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/jobs/webhook"
 	"github.com/codeinterp/codeinterp/storage"
@@ -61,9 +62,14 @@ type Config struct {
 	// addresses they may target.
 	WebhookTenants map[string]bool
 	WebhookGuard   webhook.Guard
-	Logger         *slog.Logger
-	NewID          func() string
-	Now            func() time.Time
+	// Skills is the catalog of skills; SkillStore keeps their archives (a bucket
+	// without expiry).
+	Skills      *skills.Catalog
+	SkillStore  Storage
+	SkillLimits SkillLimits
+	Logger      *slog.Logger
+	NewID       func() string
+	Now         func() time.Time
 }
 
 // Service runs the use cases.

@@ -27,8 +27,11 @@ type Config struct {
 	Records   *records.Store
 	Threads   *threadq.Queue
 	Artifacts Artifacts
-	Runtime   sandbox.Runtime
-	Limits    sandbox.Limits
+	// Skills reads skill archives; SkillCache is the host's cache of them.
+	Skills     SkillSource
+	SkillCache SkillCacheConfig
+	Runtime    sandbox.Runtime
+	Limits     sandbox.Limits
 	// WarmPool is how many blank sandboxes (kernel up, libraries imported) the worker
 	// keeps ready for new threads; 0 disables the pool.
 	WarmPool int
@@ -81,9 +84,10 @@ type Runner struct {
 	// of a tenant, idle.
 	oneOffPool *pool
 	recycled   *recycled
-	running    map[string]*runningRun  // executions running here, by id, for cancel
-	slots      *slots                  // bounds concurrent thread items, fairly across tenants
-	freed      chan struct{}           // signaled when a slot frees
+	running    map[string]*runningRun // executions running here, by id, for cancel
+	slots      *slots                 // bounds concurrent thread items, fairly across tenants
+	freed      chan struct{}          // signaled when a slot frees
+	skillCache *skillCache
 	runCtx     context.Context         // parent of thread runners; canceled at shutdown
 	stopRun    context.CancelCauseFunc //
 	bg         sync.WaitGroup          // background loops
@@ -115,7 +119,7 @@ func NewRunner(cfg Config) *Runner {
 		cfg: cfg, queue: cfg.Threads,
 		owned: map[jobs.ThreadKey]*thread{}, running: map[string]*runningRun{}, pool: newPool(cfg.WarmPool),
 		slots: newSlots(cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
-		oneOffPool: newPool(cfg.OneOffPool), recycled: &recycled{perTenant: cfg.RecyclePerTenant, max: cfg.RecycleMax},
+		oneOffPool: newPool(cfg.OneOffPool), skillCache: newSkillCache(cfg.SkillCache), recycled: &recycled{perTenant: cfg.RecyclePerTenant, max: cfg.RecycleMax},
 	}
 }
 
