@@ -37,10 +37,10 @@ type App struct {
 	// SkillStore holds skills, in a bucket of their own without expiry.
 	SkillStore *storage.Store
 	Skills     *skills.Catalog
-	Tasks   *asynq.Client // enqueues one-offs and webhook deliveries
-	Threads *threadq.Queue
-	Records *records.Store
-	Quotas  *quota.Counters
+	Tasks      *asynq.Client // enqueues one-offs and webhook deliveries
+	Threads    *threadq.Queue
+	Records    *records.Store
+	Quotas     *quota.Counters
 }
 
 // Open connects to Redis and the artifact store and waits (up to a minute, as under

@@ -246,7 +246,7 @@ func writeSkillTar(f io.ReaderAt, size int64, m skillManifest, w io.Writer) erro
 		names = append(names, d)
 	}
 	slices.Sort(names)
-	now := time.Now().UTC()
+	now := time.Now().UTC().Truncate(time.Second) // whole seconds: no PAX records
 	for _, d := range names {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: now, Format: tar.FormatPAX}); err != nil {
 			return err
@@ -272,7 +272,7 @@ func writeSkillTar(f io.ReaderAt, size int64, m skillManifest, w io.Writer) erro
 		if e.exec {
 			mode = 0o755
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: rename(e.name), Size: e.size, Mode: mode, ModTime: e.mtime, Format: tar.FormatPAX}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: rename(e.name), Size: e.size, Mode: mode, ModTime: e.mtime.Truncate(time.Second), Format: tar.FormatPAX}); err != nil {
 			return err
 		}
 		// A zip entry's declared size is only a claim: exactly that many bytes, no more.
