@@ -46,7 +46,8 @@ func TestDockerSkills(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := newDocker(t, "citest-skills")
-	sb, err := d.Create(ctx, sandbox.Spec{Tenant: "acme", Thread: "skills-" + time.Now().Format("150405.000"), Owner: "test", Fence: 7})
+	spec := sandbox.Spec{Tenant: "acme", Thread: "skills-" + time.Now().Format("150405.000"), Owner: "test", Fence: 7}
+	sb, err := d.Create(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +125,20 @@ find -L skills/ -writable -printf 'WRITABLE %p\n'`)
 	}
 	if err := sb.PutSkill(ctx, "../x", skillArchive(t, map[string]string{"a": "a"})); !errors.Is(err, sandbox.ErrBadPath) {
 		t.Fatalf("a bad skill name: %v, want ErrBadPath", err)
+	}
+
+	// A newer owner adopts the sandbox: the stale handle can no longer put skills.
+	spec.Fence = 9
+	adopted, err := d.Find(ctx, spec)
+	if err != nil || adopted == nil {
+		t.Fatalf("adopt: %v", err)
+	}
+	defer adopted.Release()
+	if err := sb.PutSkill(ctx, "report", skillArchive(t, map[string]string{"README.md": "stale\n"})); err == nil {
+		t.Fatal("a stale owner put a skill")
+	}
+	if out := bash(t, adopted, "cat /workspace/skills/report/README.md"); out != "v2\n" {
+		t.Fatalf("after the stale owner's attempt: %q", out)
 	}
 }
 
