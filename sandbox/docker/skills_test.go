@@ -191,3 +191,32 @@ func TestDockerWipeRemovesSkills(t *testing.T) {
 		t.Fatalf("after the wipe and a new put: %q", out)
 	}
 }
+
+// BenchmarkDockerPutSkill measures attaching a small skill (a new version: one run of
+// the file helper) to a warm sandbox that has skills already.
+func BenchmarkDockerPutSkill(b *testing.B) {
+	ctx := context.Background()
+	d := newDocker(&testing.T{}, "citest-skills")
+	sb, err := d.Create(ctx, sandbox.Spec{Tenant: "acme", Thread: "bench-" + time.Now().Format("150405.000"), Owner: "test", Fence: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Remove(context.Background())
+	archive := func() io.Reader {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		body := strings.Repeat("x", 10<<10)
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "template.txt", Size: int64(len(body)), Mode: 0o644})
+		tw.Write([]byte(body))
+		tw.Close()
+		return &buf
+	}
+	if err := sb.PutSkill(ctx, "report", archive()); err != nil { // links skills/ once
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := sb.PutSkill(ctx, "report", archive()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
