@@ -53,16 +53,17 @@ type Execution struct {
 	Status   Status           `json:"status"`
 
 	// The request.
-	Code   string            `json:"code"`
-	Env    map[string]string `json:"env,omitempty"`
-	Inputs []Input           `json:"inputs,omitempty"`
+	Code       string            `json:"code"`
+	Env        map[string]string `json:"env,omitempty"`
+	Inputs     []Input           `json:"inputs,omitempty"`
+	TimeoutMS  int64             `json:"timeout_ms"`
+	Metadata   json.RawMessage   `json:"metadata,omitempty"`
+	WebhookURL string            `json:"webhook_url,omitempty"`
+	Webhook    *WebhookState     `json:"webhook,omitempty"` // delivery, when WebhookURL is set
+
 	// Skills are the skill versions attached, resolved when the execution was
 	// accepted (a thread's attached skills included).
-	Skills     []Skill         `json:"skills,omitempty"`
-	TimeoutMS  int64           `json:"timeout_ms"`
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
-	WebhookURL string          `json:"webhook_url,omitempty"`
-	Webhook    *WebhookState   `json:"webhook,omitempty"` // delivery, when WebhookURL is set
+	Skills []Skill `json:"skills,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	Outcome

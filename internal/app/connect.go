@@ -34,13 +34,15 @@ type App struct {
 	Redis   *redis.Client
 	Streams *redis.Client // blocking stream reads, on a pool of their own
 	Store   *storage.Store
-	// SkillStore holds skills, in a bucket of their own without expiry.
+	Tasks   *asynq.Client // enqueues one-offs and webhook deliveries
+	Threads *threadq.Queue
+	Records *records.Store
+	Quotas  *quota.Counters
+
+	// SkillStore holds skills, in a bucket of their own without expiry; Skills is
+	// their catalog.
 	SkillStore *storage.Store
 	Skills     *skills.Catalog
-	Tasks      *asynq.Client // enqueues one-offs and webhook deliveries
-	Threads    *threadq.Queue
-	Records    *records.Store
-	Quotas     *quota.Counters
 }
 
 // Open connects to Redis and the artifact store and waits (up to a minute, as under
@@ -75,8 +77,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error
 		streams.Close()
 		return nil, err
 	}
-	a := &App{Config: cfg, Logger: log, Redis: rdb, Streams: streams, Store: store, SkillStore: skillStore, Tasks: asynq.NewClientFromRedisClient(rdb),
-		Skills: skills.New(rdb, skills.Config{Prefix: cfg.KeyPrefix, ThreadTTL: cfg.Retention})}
+	a := &App{Config: cfg, Logger: log, Redis: rdb, Streams: streams, Store: store, Tasks: asynq.NewClientFromRedisClient(rdb)}
+	a.SkillStore, a.Skills = skillStore, skills.New(rdb, skills.Config{Prefix: cfg.KeyPrefix, ThreadTTL: cfg.Retention})
 	quotas, err := cfg.Quotas()
 	if err != nil {
 		a.Close()

@@ -245,6 +245,9 @@ func (c Config) validate() error {
 	check(c.MCPTextBytes >= 256 && c.MCPImageSide >= 16 && c.MCPImageBytes >= 1024 && c.MCPSessionTimeout >= time.Minute,
 		"CODEINTERP_MCP_TEXT_BYTES (%d) want at least 256, _IMAGE_SIDE (%d) at least 16, _IMAGE_BYTES (%d) at least 1024, _SESSION_TIMEOUT (%s) at least 1m",
 		c.MCPTextBytes, c.MCPImageSide, c.MCPImageBytes, c.MCPSessionTimeout)
+	check(c.SkillMaxBytes >= 1024 && c.SkillMaxUnpacked >= 1024 && c.SkillMaxFiles >= 1 && c.SkillsPerExecution >= 1 && c.SkillCacheBytes >= c.SkillMaxUnpacked,
+		"CODEINTERP_SKILL_MAX_BYTES (%d) and _SKILL_MAX_UNPACKED_BYTES (%d) want at least 1024, _SKILL_MAX_FILES (%d) and _SKILLS_PER_EXECUTION (%d) at least 1, _SKILL_CACHE_BYTES (%d) at least _SKILL_MAX_UNPACKED_BYTES",
+		c.SkillMaxBytes, c.SkillMaxUnpacked, c.SkillMaxFiles, c.SkillsPerExecution, c.SkillCacheBytes)
 	check(c.StuckAfter >= time.Minute, "CODEINTERP_STUCK_AFTER %s: want at least 1m", c.StuckAfter)
 	check(c.LogLevel == "debug" || c.LogLevel == "info" || c.LogLevel == "warn" || c.LogLevel == "error", "CODEINTERP_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "CODEINTERP_LOG_FORMAT %q: want text or json", c.LogFormat)

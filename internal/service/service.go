@@ -62,14 +62,15 @@ type Config struct {
 	// addresses they may target.
 	WebhookTenants map[string]bool
 	WebhookGuard   webhook.Guard
+	Logger         *slog.Logger
+	NewID          func() string
+	Now            func() time.Time
+
 	// Skills is the catalog of skills; SkillStore keeps their archives (a bucket
 	// without expiry).
 	Skills      *skills.Catalog
 	SkillStore  Storage
 	SkillLimits SkillLimits
-	Logger      *slog.Logger
-	NewID       func() string
-	Now         func() time.Time
 }
 
 // Service runs the use cases.

@@ -27,11 +27,8 @@ type Config struct {
 	Records   *records.Store
 	Threads   *threadq.Queue
 	Artifacts Artifacts
-	// Skills reads skill archives; SkillCache is the host's cache of them.
-	Skills     SkillSource
-	SkillCache SkillCacheConfig
-	Runtime    sandbox.Runtime
-	Limits     sandbox.Limits
+	Runtime   sandbox.Runtime
+	Limits    sandbox.Limits
 	// WarmPool is how many blank sandboxes (kernel up, libraries imported) the worker
 	// keeps ready for new threads; 0 disables the pool.
 	WarmPool int
@@ -67,6 +64,10 @@ type Config struct {
 	ActiveEvery time.Duration
 	Logger      *slog.Logger
 	Now         func() time.Time
+
+	// Skills reads skill archives; SkillCache is the host's cache of them.
+	Skills     SkillSource
+	SkillCache SkillCacheConfig
 }
 
 // Runner runs executions on a worker: one-off ones as asynq tasks ([jobs.TypeRun]),
@@ -84,16 +85,17 @@ type Runner struct {
 	// of a tenant, idle.
 	oneOffPool *pool
 	recycled   *recycled
-	running    map[string]*runningRun // executions running here, by id, for cancel
-	slots      *slots                 // bounds concurrent thread items, fairly across tenants
-	freed      chan struct{}          // signaled when a slot frees
-	skillCache *skillCache
+	running    map[string]*runningRun  // executions running here, by id, for cancel
+	slots      *slots                  // bounds concurrent thread items, fairly across tenants
+	freed      chan struct{}           // signaled when a slot frees
 	runCtx     context.Context         // parent of thread runners; canceled at shutdown
 	stopRun    context.CancelCauseFunc //
 	bg         sync.WaitGroup          // background loops
 	runners    sync.WaitGroup          // thread runners
 	stopBG     context.CancelFunc      //
 	stopped    chan struct{}           // closed by Shutdown
+	skillCache *skillCache             // the host's skill archives
+
 	// beatFailed and sweepFrom hold the sweep back after Redis was out of reach (see
 	// sweep); only Start and the heartbeat loop use them.
 	beatFailed bool
@@ -119,7 +121,8 @@ func NewRunner(cfg Config) *Runner {
 		cfg: cfg, queue: cfg.Threads,
 		owned: map[jobs.ThreadKey]*thread{}, running: map[string]*runningRun{}, pool: newPool(cfg.WarmPool),
 		slots: newSlots(cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
-		oneOffPool: newPool(cfg.OneOffPool), skillCache: newSkillCache(cfg.SkillCache), recycled: &recycled{perTenant: cfg.RecyclePerTenant, max: cfg.RecycleMax},
+		skillCache: newSkillCache(cfg.SkillCache),
+		oneOffPool: newPool(cfg.OneOffPool), recycled: &recycled{perTenant: cfg.RecyclePerTenant, max: cfg.RecycleMax},
 	}
 }
 

@@ -15,16 +15,17 @@ import (
 type thread struct {
 	key        jobs.ThreadKey
 	tenant, id string
-	lease      threadq.Lease     // the claim this worker holds it under; under Runner.mu
-	lost       bool              // the lease was found taken over: drop the thread after the item running
-	sb         sandbox.Sandbox   // warm sandbox, nil until an item needs one or after a reap
-	refence    bool              // sb was fenced under an older lease: fence it again before use
-	running    bool              // a runner goroutine serves the thread
-	woken      bool              // woken since the runner last looked at the queue
-	dirty      bool              // the workspace may have changed since the last snapshot
-	lastUsed   time.Time         // for choosing what to evict under a cap
-	notes      []string          // for the thread's next execution (its runner's only)
-	skills     map[string]string // skill name → digest put into sb (its runner's only)
+	lease      threadq.Lease   // the claim this worker holds it under; under Runner.mu
+	lost       bool            // the lease was found taken over: drop the thread after the item running
+	sb         sandbox.Sandbox // warm sandbox, nil until an item needs one or after a reap
+	refence    bool            // sb was fenced under an older lease: fence it again before use
+	running    bool            // a runner goroutine serves the thread
+	woken      bool            // woken since the runner last looked at the queue
+	dirty      bool            // the workspace may have changed since the last snapshot
+	lastUsed   time.Time       // for choosing what to evict under a cap
+	notes      []string        // for the thread's next execution (its runner's only)
+
+	skills map[string]string // skill name → digest put into sb (its runner's only)
 }
 
 // serve makes sure a runner serves the thread of lease; inflight is an item a
