@@ -65,6 +65,10 @@ type Execution struct {
 	WebhookURL string            `json:"webhook_url,omitempty"`
 	Webhook    *WebhookState     `json:"webhook,omitempty"` // delivery, when WebhookURL is set
 
+	// Skills are the skill versions attached, resolved when the execution was
+	// accepted (a thread's attached skills included).
+	Skills []Skill `json:"skills,omitempty"`
+
 	CreatedAt time.Time `json:"created_at"`
 	Outcome
 	Files   []File `json:"files"`

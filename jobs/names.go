@@ -18,6 +18,9 @@ const (
 	ErrCanceled ErrorName = "Canceled"
 	// ErrFileNotFound: a thread file operation found no such regular file.
 	ErrFileNotFound ErrorName = "NotFound"
+	// ErrSkillError: the execution's skills could not be attached because of the
+	// workspace (the code keeps a skills/ of its own).
+	ErrSkillError ErrorName = "SkillError"
 )
 
 // With returns an execution error of this name with value as its message.

@@ -28,6 +28,8 @@ type View struct {
 	CreatedAt time.Time       `json:"created_at"`
 	Metadata  json.RawMessage `json:"metadata"`
 	Webhook   *WebhookState   `json:"webhook,omitempty"`
+	// Skills are the attached skill versions, as "name@version".
+	Skills []string `json:"skills"`
 }
 
 // FileView is a produced file in a View.
@@ -50,6 +52,10 @@ func Render(ctx context.Context, ex *Execution, p Presigner) (*View, error) {
 	v.StartedAt, v.FinishedAt = utc(ex.StartedAt), utc(ex.FinishedAt)
 	if ex.ThreadID != "" {
 		v.ThreadID = &ex.ThreadID
+	}
+	v.Skills = make([]string, 0, len(ex.Skills))
+	for _, sk := range ex.Skills {
+		v.Skills = append(v.Skills, sk.Ref())
 	}
 	if v.Results == nil {
 		v.Results = []sandbox.Rich{}

@@ -70,6 +70,13 @@ type Sandbox interface {
 	ReadFiles(ctx context.Context, names []string, limits ReadLimits, fn func(info FileInfo, body io.Reader, err error) error) error
 	// Files lists the regular files in the workspace (at most 1000).
 	Files(ctx context.Context) ([]FileInfo, error)
+	// PutSkill places a skill's files at [SkillsDir]/<name>/ in the workspace,
+	// read-only to the code (a write fails), replacing any files the skill had there.
+	// archive is a tar stream of regular files and directories whose paths are
+	// relative to the skill; links and other entries are refused ([ErrBadPath]).
+	// Skills are never part of a Snapshot or of the Files listing, and a Wipe removes
+	// them. It fails with [ErrSkillsInUse] while the code keeps its own SkillsDir.
+	PutSkill(ctx context.Context, name string, archive io.Reader) error
 	// Pause freezes the sandbox (no CPU; memory and state kept). Runs and file
 	// operations resume it by themselves.
 	Pause(ctx context.Context) error

@@ -10,8 +10,8 @@ import (
 )
 
 // Init creates the bucket if needed and sets its expiry rule: objects are deleted
-// once older than the retention period (rounded up to whole days, S3's unit). It is
-// idempotent and safe to run from several processes at once.
+// once older than the retention period (rounded up to whole days, S3's unit); with
+// Config.Keep, never. It is idempotent and safe to run from several processes at once.
 func (s *Store) Init(ctx context.Context) error {
 	exists, err := s.cli.BucketExists(ctx, s.cfg.Bucket)
 	if err != nil {
@@ -22,6 +22,12 @@ func (s *Store) Init(ctx context.Context) error {
 		if err != nil && minio.ToErrorResponse(err).Code != "BucketAlreadyOwnedByYou" {
 			return fmt.Errorf("create bucket %s: %w", s.cfg.Bucket, err)
 		}
+	}
+	if s.cfg.Keep {
+		if err := s.cli.SetBucketLifecycle(ctx, s.cfg.Bucket, lifecycle.NewConfiguration()); err != nil {
+			return fmt.Errorf("remove lifecycle of %s: %w", s.cfg.Bucket, err)
+		}
+		return nil
 	}
 	days := int((s.cfg.Retention + 24*time.Hour - 1) / (24 * time.Hour))
 	rules := lifecycle.NewConfiguration()

@@ -31,6 +31,9 @@ type Config struct {
 	// TransferTimeout bounds one Put, and one Open from the call to the reader's
 	// Close; default 10 min.
 	TransferTimeout time.Duration
+	// Keep makes the bucket's objects permanent: Init sets no expiry rule (and
+	// removes one), and Retention means nothing. For skills, kept until deleted.
+	Keep bool
 }
 
 func (c Config) withDefaults() Config {

@@ -38,6 +38,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	skills := root
+	skills.Bucket, skills.Keep = cfg.SkillStorage().Bucket, true
 	log := cfg.Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -46,7 +48,7 @@ func run() error {
 	// MinIO may still be starting: try again for up to a minute.
 	var res provision.Result
 	for attempt := 1; ; attempt++ {
-		res, err = provision.Run(ctx, provision.Config{Root: root, User: cfg.S3AccessKey, Secret: cfg.S3SecretKey})
+		res, err = provision.Run(ctx, provision.Config{Root: root, User: cfg.S3AccessKey, Secret: cfg.S3SecretKey, Skills: skills})
 		if err == nil || attempt == 30 || ctx.Err() != nil {
 			break
 		}

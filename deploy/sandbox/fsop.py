@@ -26,6 +26,16 @@ Operations (stdlib only; the kernel driver imports this module for its listings)
                    under a link or a non-directory fails. stdout: one JSON line
                    {"written": n, "failed": n, "errors": [up to 10 "path: why"]}.
   list             stdout: one JSON line {"files": [[path, size, mtime_ms], ...], "skipped": {...}}.
+  skill NAME       run as the keeper user: stdin: a tar stream of regular files and
+                   directories, unpacked into SKILLS/NAME (made beside it, then renamed
+                   over the old one, so a run never sees half a skill). Files and
+                   directories keep the archive's modes (the worker sends 0444/0555):
+                   the code, another user, can read them and change nothing. stdout:
+                   the JSON line of write.
+  unskill          run as the keeper user: removes every skill from SKILLS.
+
+The workspace's skills/ is a link to SKILLS, a tmpfs of the keeper's outside the
+workspace: walks never follow it, so skills are in no listing, output or snapshot.
 """
 
 import errno
@@ -34,6 +44,7 @@ import stat
 import sys
 
 WORKSPACE = "/workspace"
+SKILLS = "/run/codeinterp-skills"
 OUTPUTS = "outputs"
 MAX_PATH = 1024  # bytes of a workspace path; longer ones are skipped (sandbox.MaxPathLen)
 MAX_LIST = 1000  # files a listing reports
@@ -442,6 +453,81 @@ def write():
     print(json.dumps({"written": w.written, "failed": w.failed, "errors": w.errors}))
 
 
+# ---- skills (as the keeper user) -----------------------------------------------------
+
+def remove_tree(parent, name):
+    """Removes parent/name, whatever it is, never following a link. Only the keeper's
+    skills tmpfs is ever removed from, where the code cannot write: its trees are as
+    deep as a skill's paths allow (1024 bytes), so recursion is bounded."""
+    try:
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(name, dir_fd=parent)
+        return
+    fd = open_entry(name, DIR_FLAGS, parent)
+    try:
+        os.fchmod(fd, 0o755)  # a skill's directories are read-only, to the keeper too
+        for child in os.listdir(fd):
+            remove_tree(fd, child)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)
+
+
+def put_skill(name):
+    import json
+    import tarfile
+
+    if "/" in name or name in ("", ".", "..") or name.startswith(".") or not good_name(name):
+        print("bad skill name", file=sys.stderr)
+        return 2
+    os.umask(0)
+    root = os.open(SKILLS, DIR_FLAGS)
+    tmp, old = ".new-%d" % os.getpid(), ".old-%d" % os.getpid()
+    remove_tree(root, tmp)
+    os.mkdir(tmp, 0o755, dir_fd=root)
+    done = False
+    try:
+        w = Writer(open_entry(tmp, DIR_FLAGS, root))
+        with tarfile.open(fileobj=sys.stdin.buffer, mode="r|") as tar:
+            for m in tar:
+                if not (m.isreg() or m.isdir()):
+                    w.fail(m.name, "only files and directories make a skill")
+                    continue
+                try:
+                    w.add(tar, m)
+                except BadPath:
+                    w.fail(m.name, "not a clean path")
+                except (OSError, ValueError) as e:
+                    w.fail(m.name, getattr(e, "strerror", None) or str(e))
+        w.finish()
+        os.close(w.root)
+        if w.failed == 0:
+            os.chmod(tmp, 0o555, dir_fd=root)
+            remove_tree(root, old)
+            try:
+                os.rename(name, old, src_dir_fd=root, dst_dir_fd=root)
+            except FileNotFoundError:
+                pass
+            os.rename(tmp, name, src_dir_fd=root, dst_dir_fd=root)
+            done = True
+            remove_tree(root, old)
+        print(json.dumps({"written": w.written, "failed": w.failed, "errors": w.errors}))
+    finally:
+        if not done:
+            remove_tree(root, tmp)
+    return 0
+
+
+def unskill():
+    root = os.open(SKILLS, DIR_FLAGS)
+    for name in os.listdir(root):
+        remove_tree(root, name)
+    return 0
+
+
 def listing():
     import json
 
@@ -458,8 +544,12 @@ def main(argv):
         write()
     elif op == "list":
         listing()
+    elif op == "skill" and len(argv) == 3:
+        return put_skill(argv[2])
+    elif op == "unskill":
+        return unskill()
     else:
-        print("usage: fsop.py read EACH TOTAL | write | list", file=sys.stderr)
+        print("usage: fsop.py read EACH TOTAL | write | list | skill NAME | unskill", file=sys.stderr)
         return 2
     return 0
 

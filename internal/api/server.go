@@ -37,6 +37,8 @@ type Limits struct {
 	Streams int
 	// TenantStreams is a tenant's share of Streams (0: no limit of its own).
 	TenantStreams func(tenant string) int
+	// MaxSkillBytes bounds a POST /v1/skills archive; default 50 MiB.
+	MaxSkillBytes int64
 }
 
 // Config wires a Server.
@@ -99,6 +101,10 @@ func New(cfg Config) *Server {
 	v1.POST("/files", s.upload, bodyLimit(up), s.budgeted(up))
 	v1.GET("/usage", s.usage)
 	v1.GET("/runtimes", s.runtimes)
+	skillMax := cmp.Or(cfg.Limits.MaxSkillBytes, 50<<20) + 1<<20 // room for a form's other fields
+	v1.POST("/skills", s.uploadSkill, bodyLimit(skillMax), s.budgeted(skillMax))
+	v1.GET("/skills", s.listSkills)
+	v1.DELETE("/skills/:name", s.deleteSkill)
 	if cfg.MCP != nil {
 		// Every MCP request may be long-lived (a tool call waits for its execution,
 		// a GET is the session's event stream): each holds one of the tenant's streams.

@@ -58,6 +58,11 @@ func (a *App) API(ctx context.Context) (*API, error) {
 	svc := service.New(service.Config{
 		Records: a.Records, Threads: a.Threads, Waiter: waiter, Queue: jobs.NewEnqueuer(a.Tasks), Store: a.Store, Quotas: a.Quotas,
 		WebhookTenants: tenantSet(hooks.Secrets), WebhookGuard: hooks.Guard, Logger: a.Logger, Profiles: profiles,
+		Skills: a.Skills, SkillStore: a.SkillStore,
+		SkillLimits: service.SkillLimits{
+			MaxBytes: cfg.SkillMaxBytes, MaxUnpacked: cfg.SkillMaxUnpacked, MaxFiles: cfg.SkillMaxFiles,
+			PerExecution: cfg.SkillsPerExecution,
+		},
 		Limits: service.Limits{
 			MaxUploadBytes: cfg.WorkspaceMB << 20, WorkspaceBytes: cfg.WorkspaceMB << 20,
 			DefaultTimeoutMS: cfg.TimeoutMS, MaxTimeoutMS: cfg.MaxTimeoutMS,
@@ -75,6 +80,7 @@ func (a *App) API(ctx context.Context) (*API, error) {
 		Limits: api.Limits{
 			MaxRequestBytes: cfg.MaxRequestBytes, MaxUploadBytes: cfg.WorkspaceMB << 20, InflightBytes: cfg.InflightBytes,
 			Streams: cfg.StreamPool, TenantStreams: func(t string) int { return a.Quotas.Limits(t).Streams },
+			MaxSkillBytes: cfg.SkillMaxBytes,
 		},
 		Ready: []api.Check{
 			{Name: "redis", Check: a.redisReady, Public: true},

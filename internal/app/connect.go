@@ -21,6 +21,7 @@ import (
 	"github.com/codeinterp/codeinterp/internal/config"
 	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/skills"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/jobs/webhook"
 	"github.com/codeinterp/codeinterp/storage"
@@ -37,6 +38,11 @@ type App struct {
 	Threads *threadq.Queue
 	Records *records.Store
 	Quotas  *quota.Counters
+
+	// SkillStore holds skills, in a bucket of their own without expiry; Skills is
+	// their catalog.
+	SkillStore *storage.Store
+	Skills     *skills.Catalog
 }
 
 // Open connects to Redis and the artifact store and waits (up to a minute, as under
@@ -59,12 +65,20 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error
 	if err == nil {
 		err = WaitFor(ctx, "storage", store.Init)
 	}
+	var skillStore *storage.Store
+	if err == nil {
+		skillStore, err = storage.New(cfg.SkillStorage())
+	}
+	if err == nil {
+		err = WaitFor(ctx, "skill storage", skillStore.Init)
+	}
 	if err != nil {
 		rdb.Close()
 		streams.Close()
 		return nil, err
 	}
 	a := &App{Config: cfg, Logger: log, Redis: rdb, Streams: streams, Store: store, Tasks: asynq.NewClientFromRedisClient(rdb)}
+	a.SkillStore, a.Skills = skillStore, skills.New(rdb, skills.Config{Prefix: cfg.KeyPrefix, ThreadTTL: cfg.Retention})
 	quotas, err := cfg.Quotas()
 	if err != nil {
 		a.Close()

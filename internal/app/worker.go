@@ -43,6 +43,7 @@ func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
 	}
 	runner := worker.NewRunner(worker.Config{
 		Records: a.Records, Threads: a.Threads, Artifacts: a.Store,
+		Skills: a.SkillStore, SkillCache: worker.SkillCacheConfig{Dir: cfg.SkillCacheDir, MaxBytes: cfg.SkillCacheBytes},
 		Runtime: rt, Limits: cfg.Limits(), Profiles: profiles, Manifests: manifests, WarmPool: cfg.WarmPool,
 		OneOffPool: cfg.OneOffPool, Recycle: cfg.OneOffRecycle, RecycleIdle: cfg.OneOffRecycleIdle,
 		RecyclePerTenant: cfg.OneOffRecyclePerTenant, RecycleMax: cfg.OneOffRecycleMax,

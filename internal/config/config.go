@@ -98,6 +98,7 @@ type Config struct {
 	QuotaThreadQueue    int     `env:"QUOTA_THREAD_QUEUE" envDefault:"100"`             // items queued on one thread
 	QuotaStreams        int     `env:"QUOTA_STREAMS" envDefault:"16"`                   // open event streams and long-polls, per API process
 	QuotaUploadBytesDay int64   `env:"QUOTA_UPLOAD_BYTES_DAY" envDefault:"10737418240"` // bytes uploaded per UTC day
+	QuotaSkillBytes     int64   `env:"QUOTA_SKILL_BYTES" envDefault:"1073741824"`       // bytes of skills held
 	TenantQuotas        string  `env:"TENANT_QUOTAS"`                                   // tenant:name=value,...;tenant:...
 
 	// Sandbox profiles beside the default one, and which tenants may use which
@@ -114,6 +115,17 @@ type Config struct {
 	MCPImageSide      int           `env:"MCP_IMAGE_SIDE" envDefault:"1024"`    // a figure's longer side, in pixels
 	MCPImageBytes     int           `env:"MCP_IMAGE_BYTES" envDefault:"262144"` // a figure's PNG, after downscaling
 	MCPSessionTimeout time.Duration `env:"MCP_SESSION_TIMEOUT" envDefault:"1h"` // an idle session is closed (its thread stays)
+
+	// Skills (docs/API.md, "Skills"): the bucket they are kept in (no expiry; default
+	// "<S3_BUCKET>-skills"), what one upload may hold, how many an execution attaches,
+	// and each worker host's cache of their archives.
+	S3SkillBucket      string `env:"S3_SKILL_BUCKET"`
+	SkillMaxBytes      int64  `env:"SKILL_MAX_BYTES" envDefault:"52428800"`          // an uploaded archive
+	SkillMaxUnpacked   int64  `env:"SKILL_MAX_UNPACKED_BYTES" envDefault:"67108864"` // its files, unpacked
+	SkillMaxFiles      int    `env:"SKILL_MAX_FILES" envDefault:"2000"`              // its files and directories
+	SkillsPerExecution int    `env:"SKILLS_PER_EXECUTION" envDefault:"8"`            // attached to one execution (a thread's included)
+	SkillCacheDir      string `env:"SKILL_CACHE_DIR"`                                // default <tmp>/codeinterp-skills
+	SkillCacheBytes    int64  `env:"SKILL_CACHE_BYTES" envDefault:"1073741824"`      // per worker host
 
 	// The janitor ends executions stuck queued or running this long with no live owner.
 	StuckAfter time.Duration `env:"STUCK_AFTER" envDefault:"10m"`
@@ -245,6 +257,9 @@ func (c Config) validate() error {
 	check(c.MCPTextBytes >= 256 && c.MCPImageSide >= 16 && c.MCPImageBytes >= 1024 && c.MCPSessionTimeout >= time.Minute,
 		"CODEINTERP_MCP_TEXT_BYTES (%d) want at least 256, _IMAGE_SIDE (%d) at least 16, _IMAGE_BYTES (%d) at least 1024, _SESSION_TIMEOUT (%s) at least 1m",
 		c.MCPTextBytes, c.MCPImageSide, c.MCPImageBytes, c.MCPSessionTimeout)
+	check(c.SkillMaxBytes >= 1024 && c.SkillMaxUnpacked >= 1024 && c.SkillMaxFiles >= 1 && c.SkillsPerExecution >= 1 && c.SkillCacheBytes >= c.SkillMaxUnpacked,
+		"CODEINTERP_SKILL_MAX_BYTES (%d) and _SKILL_MAX_UNPACKED_BYTES (%d) want at least 1024, _SKILL_MAX_FILES (%d) and _SKILLS_PER_EXECUTION (%d) at least 1, _SKILL_CACHE_BYTES (%d) at least _SKILL_MAX_UNPACKED_BYTES",
+		c.SkillMaxBytes, c.SkillMaxUnpacked, c.SkillMaxFiles, c.SkillsPerExecution, c.SkillCacheBytes)
 	check(c.StuckAfter >= time.Minute, "CODEINTERP_STUCK_AFTER %s: want at least 1m", c.StuckAfter)
 	check(c.LogLevel == "debug" || c.LogLevel == "info" || c.LogLevel == "warn" || c.LogLevel == "error", "CODEINTERP_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "CODEINTERP_LOG_FORMAT %q: want text or json", c.LogFormat)

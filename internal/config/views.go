@@ -3,6 +3,7 @@ package config
 // Typed views of the configuration, for the packages that take a Config struct.
 
 import (
+	"cmp"
 	"log/slog"
 	"os"
 
@@ -17,6 +18,14 @@ func (c Config) Storage() storage.Config {
 		Region: c.S3Region, Bucket: c.S3Bucket, PublicURL: c.S3PublicURL, URLTTL: c.URLTTL, Retention: c.Retention,
 		TransferTimeout: c.TransferTimeout,
 	}
+}
+
+// SkillStorage returns the configuration of the skills' store: the same S3 in a bucket
+// of its own, whose objects never expire (skills live until deleted).
+func (c Config) SkillStorage() storage.Config {
+	s := c.Storage()
+	s.Bucket, s.Keep = cmp.Or(c.S3SkillBucket, c.S3Bucket+"-skills"), true
+	return s
 }
 
 // Limits returns the per-sandbox limits.

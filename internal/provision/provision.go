@@ -29,6 +29,9 @@ type Config struct {
 	Root storage.Config
 	// User and Secret are the credentials of the services' user, created or updated.
 	User, Secret string
+	// Skills, if its Bucket is set, is a second bucket (with the root credentials)
+	// the user may use too: the skills', which has no expiry rule (Keep).
+	Skills storage.Config
 }
 
 // Result says what Run did.
@@ -50,6 +53,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	bucket := store.Bucket()
+	buckets := []string{bucket}
+	if cfg.Skills.Bucket != "" {
+		skills, err := storage.New(cfg.Skills)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := skills.Init(ctx); err != nil {
+			return Result{}, err
+		}
+		buckets = append(buckets, skills.Bucket())
+	}
 	res := Result{Bucket: bucket, Policy: PolicyName(bucket), User: cfg.User}
 	adm, err := madmin.NewWithOptions(cfg.Root.Endpoint, &madmin.Options{
 		Creds: credentials.NewStaticV4(cfg.Root.AccessKey, cfg.Root.SecretKey, ""), Secure: cfg.Root.Secure,
@@ -57,7 +71,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("minio admin client for %s: %w", cfg.Root.Endpoint, err)
 	}
-	if err := adm.AddCannedPolicy(ctx, res.Policy, Policy(bucket)); err != nil {
+	if err := adm.AddCannedPolicy(ctx, res.Policy, Policy(buckets...)); err != nil {
 		return res, fmt.Errorf("create policy %s: %w", res.Policy, err)
 	}
 	// Creates the user, or sets the secret and enables an existing one.
@@ -81,10 +95,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 // PolicyName is the name of the policy of bucket's user.
 func PolicyName(bucket string) string { return "codeinterp-" + bucket }
 
-// Policy is the IAM policy of the services' user: the bucket's objects, and of the
-// bucket itself what the services do (check it, list it for expiry sweeps, keep its
-// expiry rule). No other bucket, no bucket creation, no listing of buckets.
-func Policy(bucket string) []byte {
+// Policy is the IAM policy of the services' user: the buckets' objects, and of the
+// buckets themselves what the services do (check them, list them for expiry sweeps,
+// keep their expiry rules). No other bucket, no bucket creation, no listing of buckets.
+func Policy(buckets ...string) []byte {
 	type statement struct {
 		Effect   string
 		Action   []string
@@ -100,16 +114,24 @@ func Policy(bucket string) []byte {
 				Effect: "Allow",
 				Action: []string{"s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads",
 					"s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration"},
-				Resource: []string{"arn:aws:s3:::" + bucket},
+				Resource: arns(buckets, ""),
 			},
 			{
 				Effect: "Allow",
 				Action: []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject",
 					"s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"},
-				Resource: []string{"arn:aws:s3:::" + bucket + "/*"},
+				Resource: arns(buckets, "/*"),
 			},
 		},
 	}
 	b, _ := json.Marshal(doc) // a struct of strings always marshals
 	return b
+}
+
+func arns(buckets []string, suffix string) []string {
+	out := make([]string, len(buckets))
+	for i, b := range buckets {
+		out[i] = "arn:aws:s3:::" + b + suffix
+	}
+	return out
 }

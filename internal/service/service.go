@@ -20,6 +20,7 @@ import (
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
+	"github.com/codeinterp/codeinterp/jobs/skills"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
 	"github.com/codeinterp/codeinterp/jobs/webhook"
 	"github.com/codeinterp/codeinterp/sandbox"
@@ -72,6 +73,12 @@ type Config struct {
 	Logger         *slog.Logger
 	NewID          func() string
 	Now            func() time.Time
+
+	// Skills is the catalog of skills; SkillStore keeps their archives (a bucket
+	// without expiry).
+	Skills      *skills.Catalog
+	SkillStore  Storage
+	SkillLimits SkillLimits
 }
 
 // Service runs the use cases.

@@ -71,6 +71,10 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if err := s.checkWebhook(tenant, req.WebhookURL); err != nil {
 		return nil, err
 	}
+	plan, err := s.resolveSkills(ctx, tenant, deref(req.ThreadID), req.Skills)
+	if err != nil {
+		return nil, err
+	}
 	// Refuse what the quotas refuse before storing or counting anything.
 	if err := s.cfg.Records.Admit(ctx, tenant, deref(req.ThreadID)); err != nil {
 		return nil, s.quotaError(err)
@@ -88,7 +92,7 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	ex := &jobs.Execution{
 		ID: s.cfg.NewID(), Tenant: tenant, ThreadID: deref(req.ThreadID), Language: req.Language, Profile: prof.Name, Status: jobs.Queued,
 		Code: *req.Code, Env: req.Env, TimeoutMS: *req.TimeoutMS, Metadata: req.Metadata,
-		CreatedAt: s.cfg.Now().UTC(), WebhookURL: req.WebhookURL,
+		CreatedAt: s.cfg.Now().UTC(), WebhookURL: req.WebhookURL, Skills: plan.skills,
 	}
 	if ex.WebhookURL != "" {
 		ex.Webhook = &jobs.WebhookState{State: jobs.DeliveryPending}
@@ -125,6 +129,7 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 		s.cfg.Logger.Warn("queue execution", "execution", ex.ID, "err", err)
 		return nil, Unavailable("could not queue the execution; retry with the same Idempotency-Key")
 	}
+	s.keepThreadSkills(ctx, ex, plan)
 	return ex, nil
 }
 

@@ -98,6 +98,10 @@ func (s *Service) DeleteThread(ctx context.Context, tenant, id string) error {
 	if op.Status != jobs.Succeeded {
 		return Unavailable("deleting thread %s: %s", id, opProblem(op))
 	}
+	if s.cfg.Skills != nil {
+		// The thread may be used again: from an empty workspace, with no skills.
+		return s.cfg.Skills.Detach(ctx, jobs.NewThreadKey(tenant, id))
+	}
 	return nil
 }
 

@@ -10,7 +10,8 @@ import (
 // Usage is what a tenant has used, and where it stands against its quotas.
 type Usage struct {
 	records.Usage
-	Quotas quota.Limits
+	SkillBytes int64 // bytes of skills held now
+	Quotas     quota.Limits
 }
 
 // Usage returns the tenant's usage counters, current use and quotas.
@@ -22,7 +23,13 @@ func (s *Service) Usage(ctx context.Context, tenant string) (Usage, error) {
 	if u.UploadsToday, err = s.cfg.Quotas.Uploaded(ctx, tenant); err != nil {
 		return Usage{}, err
 	}
-	return Usage{Usage: u, Quotas: s.cfg.Quotas.Limits(tenant)}, nil
+	out := Usage{Usage: u, Quotas: s.cfg.Quotas.Limits(tenant)}
+	if s.cfg.Skills != nil {
+		if out.SkillBytes, err = s.cfg.Skills.Held(ctx, tenant); err != nil {
+			return Usage{}, err
+		}
+	}
+	return out, nil
 }
 
 // UsageAll returns the usage of every tenant that has any, for metrics.

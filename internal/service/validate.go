@@ -53,6 +53,9 @@ type SubmitRequest struct {
 	Env        map[string]string `json:"env"`
 	WebhookURL string            `json:"webhook_url"`
 	Metadata   json.RawMessage   `json:"metadata"`
+	// Skills to attach, "name" (the latest version) or "name@version"; on a thread
+	// they stay attached for its later executions.
+	Skills []string `json:"skills"`
 }
 
 // InputFile is a file to put in the workspace: inline or an earlier upload.

@@ -69,6 +69,13 @@ func (r *Runner) run(ctx context.Context, ex *jobs.Execution) (err error) {
 	if err := r.putInputs(ctx, sb, ex); err != nil {
 		return err
 	}
+	if err := r.attachSkills(ctx, sb, ex, nil); err != nil {
+		var us errSkill
+		if errors.As(err, &us) { // not the service's failure: no retry
+			return r.finish(ctx, ex, jobs.Failed, skillFailure(err))
+		}
+		return err
+	}
 	if ok, err := r.start(ctx, ex); err != nil || !ok {
 		return err
 	}

@@ -71,6 +71,10 @@ type Config struct {
 	ActiveEvery time.Duration
 	Logger      *slog.Logger
 	Now         func() time.Time
+
+	// Skills reads skill archives; SkillCache is the host's cache of them.
+	Skills     SkillSource
+	SkillCache SkillCacheConfig
 }
 
 // Runner runs executions on a worker: one-off ones as asynq tasks ([jobs.TypeRun]),
@@ -98,6 +102,8 @@ type Runner struct {
 	runners    sync.WaitGroup          // thread runners
 	stopBG     context.CancelFunc      //
 	stopped    chan struct{}           // closed by Shutdown
+	skillCache *skillCache             // the host's skill archives
+
 	// beatFailed and sweepFrom hold the sweep back after Redis was out of reach (see
 	// sweep); only Start and the heartbeat loop use them.
 	beatFailed bool
@@ -127,6 +133,7 @@ func NewRunner(cfg Config) *Runner {
 		cfg: cfg, queue: cfg.Threads, budgets: budgets,
 		owned: map[jobs.ThreadKey]*thread{}, running: map[string]*runningRun{}, pool: newPool(cfg.WarmPool),
 		slots: newSlots(cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
+		skillCache: newSkillCache(cfg.SkillCache),
 		oneOffPool: newPool(cfg.OneOffPool), recycled: &recycled{perTenant: cfg.RecyclePerTenant, max: cfg.RecycleMax},
 	}
 }

@@ -69,6 +69,7 @@ func (r *Runner) keep(ctx context.Context, th *thread, sb sandbox.Sandbox, info 
 	r.mu.Lock()
 	th.sb = sb
 	r.mu.Unlock()
+	th.skills = nil // a sandbox other than the warm one: its skills are unknown
 	if err := r.cfg.Records.SandboxLive(ctx, th.key, r.cfg.Now()); err != nil {
 		r.cfg.Logger.Warn("record live sandbox", "thread", th.key, "err", err)
 	}

@@ -25,6 +25,8 @@ type thread struct {
 	dirty      bool            // the workspace may have changed since the last snapshot
 	lastUsed   time.Time       // for choosing what to evict under a cap
 	notes      []string        // for the thread's next execution (its runner's only)
+
+	skills map[string]string // skill name → digest put into sb (its runner's only)
 }
 
 // serve makes sure a runner serves the thread of lease; inflight is an item a
@@ -269,6 +271,13 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *jobs.Ex
 	}
 	if err := r.putInputs(ctx, sb, ex); err != nil {
 		_ = r.finish(ctx, ex, jobs.Failed, sandboxError(err))
+		return true
+	}
+	if th.skills == nil {
+		th.skills = map[string]string{}
+	}
+	if err := r.attachSkills(ctx, sb, ex, th.skills); err != nil {
+		_ = r.finish(ctx, ex, jobs.Failed, skillFailure(err))
 		return true
 	}
 	_, err = r.execute(ctx, sb, ex, func(ctx context.Context, out sandbox.Outcome) {

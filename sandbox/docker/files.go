@@ -104,7 +104,12 @@ type writeResult struct {
 
 // write has the file helper unpack the tar archive feed writes.
 func (s *Sandbox) write(ctx context.Context, feed func(io.Writer) error) (writeResult, error) {
-	h, err := s.startHelper(ctx, feed, "write")
+	return s.writeAs(ctx, codeUser, feed, "write")
+}
+
+// writeAs runs a writing operation of the file helper (args) as user, fed by feed.
+func (s *Sandbox) writeAs(ctx context.Context, user string, feed func(io.Writer) error, args ...string) (writeResult, error) {
+	h, err := s.startHelperAs(ctx, user, feed, args...)
 	if err != nil {
 		return writeResult{}, err
 	}

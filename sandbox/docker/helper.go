@@ -36,11 +36,21 @@ type helper struct {
 // Under a fencing token it runs only while no newer owner fenced the sandbox, so a
 // stale owner never writes into the new owner's workspace (fence.go).
 func (s *Sandbox) startHelper(ctx context.Context, feed func(io.Writer) error, args ...string) (*helper, error) {
+	return s.startHelperAs(ctx, codeUser, feed, args...)
+}
+
+// startHelperAs is startHelper as user: the keeper's runs touch only its own skills
+// tmpfs (skills.go).
+func (s *Sandbox) startHelperAs(ctx context.Context, user string, feed func(io.Writer) error, args ...string) (*helper, error) {
 	s.mu.Lock()
 	token := s.token
 	s.mu.Unlock()
+	dir := "/workspace"
+	if user != codeUser {
+		dir = "/" // the workspace is the code's user's alone (mode 0700)
+	}
 	created, err := s.d.cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{
-		User: codeUser, WorkingDir: "/workspace", Cmd: fenced(token, append(helperCmd[:len(helperCmd):len(helperCmd)], args...)...),
+		User: user, WorkingDir: dir, Cmd: fenced(token, append(helperCmd[:len(helperCmd):len(helperCmd)], args...)...),
 		AttachStdin: feed != nil, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {

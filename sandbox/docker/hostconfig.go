@@ -130,8 +130,9 @@ func hostConfig(l sandbox.Limits, workspaceVolume, runtime string) *container.Ho
 			},
 		},
 		Tmpfs: map[string]string{
-			"/tmp":   fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", l.Tmp),
-			fenceDir: fenceTmpfs, // the thread lease's fencing token: see fence.go
+			"/tmp":      fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", l.Tmp),
+			fenceDir:    fenceTmpfs,     // the thread lease's fencing token: see fence.go
+			skillsMount: skillsTmpfs(l), // skills, read-only to the code: see skills.go
 		},
 		Mounts: []mount.Mount{{
 			Type:   mount.TypeVolume,

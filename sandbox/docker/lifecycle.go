@@ -140,7 +140,7 @@ func rewriteTar(r io.Reader, w io.Writer, rename func(string) string, budget tar
 		}
 		name := strings.TrimSuffix(rename(hdr.Name), "/")
 		c, err := sandbox.CleanPath(name)
-		skip := err != nil || c != name || underLink(links, name)
+		skip := err != nil || c != name || underLink(links, name) || isSkillsLink(hdr, name)
 		switch hdr.Typeflag {
 		case tar.TypeReg:
 			keep, more := budget.admit(hdr.Size, read, kept)

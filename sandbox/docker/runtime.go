@@ -84,6 +84,9 @@ type Sandbox struct {
 	// adopted with a fresh kernel.
 	restartPending bool
 	paused         bool
+	// skills: a skill was put into the skills tmpfs (a Wipe empties it);
+	// skillsLinked: the workspace's skills/ links to it (skills.go).
+	skills, skillsLinked bool
 }
 
 // ID returns the container id.

@@ -34,6 +34,10 @@ func (s *Sandbox) Wipe(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, wipeTimeout)
 	defer cancel()
+	// The zygote, the code's user, cannot remove skills (skills.go): the keeper does.
+	if err := s.clearSkillsLocked(ctx); err != nil {
+		return err
+	}
 	id := "wipe-" + randomHex(12)
 	if err := k.send(wireRequest{Op: "wipe", ID: id}); err != nil {
 		return fmt.Errorf("wipe %s: %w", s.name, err)

@@ -33,6 +33,7 @@ const (
 	OpFence       = "fence"
 	OpRun         = "run"
 	OpPut         = "put"
+	OpSkill       = "skill"
 	OpOpen        = "open" // OpenFile, until the stream is closed
 	OpFiles       = "files"
 	OpPause       = "pause"

@@ -51,6 +51,13 @@ func (b *box) PutFiles(ctx context.Context, files []sandbox.File) error {
 	return err
 }
 
+func (b *box) PutSkill(ctx context.Context, name string, archive io.Reader) error {
+	p := b.begin(OpSkill)
+	err := b.sb.PutSkill(ctx, name, archive)
+	p.end(err)
+	return err
+}
+
 func (b *box) OpenFile(ctx context.Context, name string) (io.ReadCloser, sandbox.FileInfo, error) {
 	p := b.begin(OpOpen)
 	rc, info, err := b.sb.OpenFile(ctx, name)

@@ -221,6 +221,8 @@ type FakeSandbox struct {
 	wipes                   int
 	created                 time.Time
 	files                   map[string][]byte
+	skills                  map[string]map[string][]byte // skill name → its files
+	skillPuts               int
 	paused, kernel          bool
 	restartPending          bool
 	removed                 bool
@@ -504,8 +506,64 @@ func (b *FakeSandbox) Wipe(context.Context) error {
 		return err
 	}
 	b.files, b.kernel, b.restartPending, b.paused = map[string][]byte{}, true, false, false
+	b.skills = nil
 	b.wipes++
 	return nil
+}
+
+// PutSkill keeps a skill's files, like a runtime puts them at skills/<name>/;
+// they are in no listing and no snapshot.
+func (b *FakeSandbox) PutSkill(_ context.Context, name string, archive io.Reader) error {
+	if err := sandbox.CheckSkillName(name); err != nil {
+		return fmt.Errorf("%w: %v", sandbox.ErrBadPath, err)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(archive)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+		case tar.TypeReg:
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				return err
+			}
+			files[hdr.Name] = data
+		default:
+			return fmt.Errorf("%w: skill entry %q is not a file or directory", sandbox.ErrBadPath, hdr.Name)
+		}
+	}
+	b.f.mu.Lock()
+	defer b.f.mu.Unlock()
+	if err := b.live(); err != nil {
+		return err
+	}
+	if b.skills == nil {
+		b.skills = map[string]map[string][]byte{}
+	}
+	b.skills[name] = files
+	b.skillPuts++
+	return nil
+}
+
+// Skill returns the files of a skill put into the sandbox, or nil.
+func (b *FakeSandbox) Skill(name string) map[string][]byte {
+	b.f.mu.Lock()
+	defer b.f.mu.Unlock()
+	return b.skills[name]
+}
+
+// SkillPuts returns how often a skill was put into the sandbox.
+func (b *FakeSandbox) SkillPuts() int {
+	b.f.mu.Lock()
+	defer b.f.mu.Unlock()
+	return b.skillPuts
 }
 
 // Wipes returns how often the sandbox was wiped.
