@@ -36,11 +36,11 @@ inputs_hash() {
 # build NAME CONTEXT HASH [DOCKER BUILD ARGS...]: builds codeinterp/NAME:HASH unless it
 # exists; tags :latest.
 build() {
-  local name=codeinterp/$1 ctx=$2 hash=$3 start
+  local img=$1 name=codeinterp/$1 ctx=$2 hash=$3 start
   shift 3
   if docker image inspect "$name:$hash" >/dev/null 2>&1; then
     docker tag "$name:$hash" "$name:latest"
-    log "$1" "up to date ($name:$hash, $(size "$name:$hash"))"
+    log "$img" "up to date ($name:$hash, $(size "$name:$hash"))"
     return
   fi
   start=$(date +%s)
@@ -48,10 +48,10 @@ build() {
   if ! out=$(docker build --build-arg BASE_IMAGE="$BASE_IMAGE" --label codeinterp.inputs="$hash" \
     "$@" -t "$name:$hash" -t "$name:latest" "$ctx" 2>&1); then
     printf '%s\n' "$out" | tail -n 40 >&2
-    log "$1" "build failed"
+    log "$img" "build failed"
     return 1
   fi
-  log "$1" "built $name:$hash in $(( $(date +%s) - start ))s ($(size "$name:$hash"))"
+  log "$img" "built $name:$hash in $(( $(date +%s) - start ))s ($(size "$name:$hash"))"
 }
 
 size() { docker image inspect -f '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1/1e6}'; }

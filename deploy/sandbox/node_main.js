@@ -21,24 +21,23 @@ fs.closeSync(fd);
 const filename = path.join(process.cwd(), "<code>.js");
 process.argv = [process.argv[0], filename];
 
-// The wrapper starts on the code's first line, so line numbers in errors match.
-function needsAsync(src) {
+// Code that parses only inside an async function (top-level await: node 18's errors
+// for it vary, "await is only valid…" or "missing ) after argument list") runs in
+// one. Code that parses neither way is compiled as is, which reports its error.
+function parses(src) {
   try {
     new vm.Script(Module.wrap(src), { filename });
-    return false;
-  } catch (e) {
-    if (!(e instanceof SyntaxError) || !/await is only valid|await.*top level/i.test(e.message)) {
-      return false; // a real syntax error: compiled again below, where it is reported
-    }
-  }
-  try {
-    new vm.Script(Module.wrap(asyncBody(src)), { filename });
     return true;
   } catch {
     return false;
   }
 }
 
+function needsAsync(src) {
+  return !parses(src) && parses(asyncBody(src));
+}
+
+// The wrapper starts on the code's first line, so line numbers in errors match.
 function asyncBody(src) {
   return "return (async () => {" + src + "\n})();";
 }
