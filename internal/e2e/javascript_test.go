@@ -9,7 +9,7 @@ import (
 // language "javascript" runs with Node through the API, one-off and on a thread, in
 // the same workspace as Python and bash: input files in, stdout and outputs out,
 // errors and timeouts as results. A thread keeps files between JavaScript runs, not
-// variables.
+// variables. MCP's code_interpreter takes it too.
 func TestJavascriptEndToEnd(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{})
@@ -58,5 +58,13 @@ console.log(await Promise.resolve("awaited"));`)
 	}
 	if ex = thread("python", "print(kept + 1, open('outputs/js.txt').read())"); ex.Stdout != "42 from python and node\n" || ex.Sandbox.KernelRestarted {
 		t.Fatalf("python after javascript: %q %+v", ex.Stdout, ex.Sandbox)
+	}
+
+	cs, err := s.mcpHTTP(t, "key-a", &progress{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, mex := runCode(t, cs, "console.log(6 * 7)", map[string]any{"language": "javascript"}); res.IsError || mex.Status != "succeeded" || mex.Stdout != "42\n" {
+		t.Fatalf("javascript through MCP: %s %q %+v", mex.Status, mex.Stdout, mex.Error)
 	}
 }
