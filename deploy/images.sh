@@ -4,17 +4,26 @@
 # when that hash has no image yet, so a second run takes seconds. Every image is also
 # tagged :latest, which is what compose and the tests use.
 #
+# The sandbox comes in two sizes, two targets of one Dockerfile: codeinterp/sandbox
+# (full: + Node.js, npm, LibreOffice) and codeinterp/sandbox-slim. Slim is built
+# first, so the full build reuses its layers. On a machine that reaches PyPI and npm,
+# EXTRA_PIP_PACKAGES and EXTRA_NPM_PACKAGES add what Debian lacks (README, "Toolbox");
+# they are part of the images' hash.
+#
 #   BASE_IMAGE=debian:bookworm-slim deploy/images.sh   # with a registry: skip debootstrap
 #   deploy/images.sh sandbox redis                      # only some images
+#   EXTRA_PIP_PACKAGES="python-pptx fpdf2" deploy/images.sh sandbox-slim sandbox
 set -euo pipefail
 export DOCKER_BUILDKIT=0 # no buildx here; also silences the legacy-builder notice
 cd "$(dirname "$0")/.."
 
 BASE_IMAGE=${BASE_IMAGE:-codeinterp/base:bookworm}
+EXTRA_PIP_PACKAGES=${EXTRA_PIP_PACKAGES:-}
+EXTRA_NPM_PACKAGES=${EXTRA_NPM_PACKAGES:-}
 MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
 CACHE=${CODEINTERP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/codeinterp}
 BUILD=deploy/.build
-ALL=(sandbox redis minio api worker janitor setup)
+ALL=(sandbox-slim sandbox redis minio api worker janitor setup)
 want=("${@:-${ALL[@]}}")
 
 log() { printf '%-8s %s\n' "$1" "$2"; }
@@ -24,23 +33,25 @@ inputs_hash() {
   { echo "$base_id"; LC_ALL=C sha256sum "$@"; } | sha256sum | cut -c1-16
 }
 
-# build NAME CONTEXT HASH: builds codeinterp/NAME:HASH unless it exists; tags :latest.
+# build NAME CONTEXT HASH [DOCKER BUILD ARGS...]: builds codeinterp/NAME:HASH unless it
+# exists; tags :latest.
 build() {
-  local name=codeinterp/$1 ctx=$2 hash=$3 start
+  local img=$1 name=codeinterp/$1 ctx=$2 hash=$3 start
+  shift 3
   if docker image inspect "$name:$hash" >/dev/null 2>&1; then
     docker tag "$name:$hash" "$name:latest"
-    log "$1" "up to date ($name:$hash, $(size "$name:$hash"))"
+    log "$img" "up to date ($name:$hash, $(size "$name:$hash"))"
     return
   fi
   start=$(date +%s)
   local out
   if ! out=$(docker build --build-arg BASE_IMAGE="$BASE_IMAGE" --label codeinterp.inputs="$hash" \
-    -t "$name:$hash" -t "$name:latest" "$ctx" 2>&1); then
+    "$@" -t "$name:$hash" -t "$name:latest" "$ctx" 2>&1); then
     printf '%s\n' "$out" | tail -n 40 >&2
-    log "$1" "build failed"
+    log "$img" "build failed"
     return 1
   fi
-  log "$1" "built $name:$hash in $(( $(date +%s) - start ))s ($(size "$name:$hash"))"
+  log "$img" "built $name:$hash in $(( $(date +%s) - start ))s ($(size "$name:$hash"))"
 }
 
 size() { docker image inspect -f '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1/1e6}'; }
@@ -55,7 +66,15 @@ base_id=$(docker image inspect -f '{{.Id}}' "$BASE_IMAGE") || {
 
 for img in "${want[@]}"; do
   case $img in
-  sandbox | redis)
+  sandbox | sandbox-slim)
+    target=full
+    [ "$img" = sandbox ] || target=slim
+    mapfile -t files < <(context_files deploy/sandbox)
+    hash=$( { echo "$target"; echo "pip:$EXTRA_PIP_PACKAGES"; echo "npm:$EXTRA_NPM_PACKAGES"; inputs_hash "${files[@]}"; } | sha256sum | cut -c1-16)
+    build "$img" deploy/sandbox "$hash" --target "$target" \
+      --build-arg EXTRA_PIP_PACKAGES="$EXTRA_PIP_PACKAGES" --build-arg EXTRA_NPM_PACKAGES="$EXTRA_NPM_PACKAGES"
+    ;;
+  redis)
     mapfile -t files < <(context_files "deploy/$img")
     build "$img" "deploy/$img" "$(inputs_hash "${files[@]}")"
     ;;

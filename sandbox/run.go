@@ -5,7 +5,7 @@ import "time"
 // Request is one piece of code to run.
 type Request struct {
 	ID       string   // unique per run; echoed in the kernel's events
-	Language Language // Python (default) or Bash
+	Language Language // Python (default), Bash or Javascript
 	Code     string
 	Env      map[string]string
 	Timeout  time.Duration // 0: no timeout beyond ctx

@@ -4,7 +4,7 @@ The worker starts it with `docker exec -i` and speaks JSON lines with it: one re
 line on stdin, one event per line on the original stdout. The user's code runs in this
 process, in one persistent namespace, so state survives between executions.
 
-Requests:  {"op": "exec", "id", "language": "python"|"bash", "code", "env": {}}
+Requests:  {"op": "exec", "id", "language": "python"|"bash"|"javascript", "code", "env": {}}
            {"op": "interrupt", "id"}
            {"op": "wipe", "id"}                      (zygote mode only: see zygote.py)
 Events:    {"ev": "ready", "pid", "python"}
@@ -15,7 +15,7 @@ Events:    {"ev": "ready", "pid", "python"}
            {"ev": "wiped", "id", "ok", "reason"}    (zygote mode only)
 
 cpu_ms is the CPU time (user + system) the run used: this process's and that of the
-children it waited for (bash, subprocesses, killed strays), for usage accounting.
+children it waited for (bash, node, subprocesses, killed strays), for usage accounting.
 The workspace is walked by fsop.Walk (never following a link, bounded, with no
 recursion); "skipped" counts the entries it left out (see fsop.py).
 
@@ -258,15 +258,34 @@ def run_python(code, results):
     return 0, None
 
 
+NODE = "node"
+NODE_MAIN = "/opt/codeinterp/node_main.js"
+
+
 def run_bash(code, env):
-    # The code goes through a memory file, not argv (where one argument may not pass
-    # 128 KiB). bash evals it as it runs `-c` code (command by command, "/bin/bash: line
+    # bash evals the code as it runs `-c` code (command by command, "/bin/bash: line
     # N" in its messages), with the file closed and stdin still /dev/null for the code.
+    return run_program("bash", code, env, lambda fd: ["/bin/bash", "-c", 'eval "$(</dev/fd/{0})" {0}<&-'.format(fd)])
+
+
+def run_node(code, env):
+    # A fresh node process per run (no state kept between runs); node_main.js reads
+    # the code from the memory file and runs it as a module in the workspace.
+    if shutil.which(NODE, path=env.get("PATH")) is None:
+        return 127, {"name": "LanguageUnavailable",
+                     "value": "javascript is not installed in this sandbox image", "traceback": ""}
+    return run_program("node", code, env, lambda fd: [NODE, NODE_MAIN, str(fd)])
+
+
+def run_program(name, code, env, argv):
+    """Runs code with the program argv(fd) returns, in a session of its own (so an
+    interrupt reaches all it started). The code goes through a memory file whose
+    descriptor is fd, not argv (where one argument may not pass 128 KiB)."""
     script = os.memfd_create("code", os.MFD_CLOEXEC)
     try:
         os.write(script, code.encode("utf-8", "surrogateescape"))  # a memory file takes it whole
-        loader = 'eval "$(</dev/fd/{0})" {0}<&-'.format(script)
-        State.child = subprocess.Popen(["/bin/bash", "-c", loader], cwd=WORKSPACE, env=env,
+        os.lseek(script, 0, os.SEEK_SET)
+        State.child = subprocess.Popen(argv(script), cwd=WORKSPACE, env=env,
                                        stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=(script,))
     finally:
         os.close(script)
@@ -279,7 +298,7 @@ def run_bash(code, env):
     if rc == 0:
         return 0, None
     rc = 128 - rc if rc < 0 else rc  # killed by a signal, as a shell reports it
-    return rc, {"name": "NonZeroExit", "value": "bash exited with status %d" % rc, "traceback": ""}
+    return rc, {"name": "NonZeroExit", "value": "%s exited with status %d" % (name, rc), "traceback": ""}
 
 
 def kill_strays():
@@ -358,8 +377,11 @@ def execute(req, pumps, results):
     os.environ.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
     State.current = exec_id
     try:
-        if req.get("language") == "bash":
+        language = req.get("language")
+        if language == "bash":
             rc, err = run_bash(req.get("code", ""), dict(os.environ))
+        elif language == "javascript":
+            rc, err = run_node(req.get("code", ""), dict(os.environ))
         else:
             rc, err = run_python(req.get("code", ""), results)
         results.figures()

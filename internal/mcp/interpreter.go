@@ -18,7 +18,7 @@ import (
 // runInput is code_interpreter's arguments.
 type runInput struct {
 	Code     string      `json:"code" jsonschema:"The code to run. In Python the value of the last expression is shown, as in a notebook cell; print() what else you want to see."`
-	Language string      `json:"language,omitempty" jsonschema:"python (the default) or bash. Both run in the same workspace."`
+	Language string      `json:"language,omitempty" jsonschema:"python (the default), bash or javascript (Node.js). All run in the same workspace; javascript starts a fresh process each call, so only its files persist."`
 	ThreadID string      `json:"thread_id,omitempty" jsonschema:"The thread (sandbox) to run in. Leave it out to use this session's own thread, which keeps variables and files between calls. Give an id to share a thread across sessions."`
 	Files    []inputFile `json:"files,omitempty" jsonschema:"Files to put into the working directory before the code runs."`
 	TimeoutS float64     `json:"timeout_s,omitempty" jsonschema:"Seconds the code may run before it is stopped (the default is the service's, usually 30)."`
@@ -71,7 +71,7 @@ type fileLink struct {
 	ExpiresAt   time.Time `json:"expires_at"`
 }
 
-const interpreterDescription = `Run Python or bash code in a sandboxed, stateful interpreter, like a Jupyter notebook: variables, imports and files persist across calls in this session. Python comes with numpy, pandas and matplotlib; there is no network access.
+const interpreterDescription = `Run Python, bash or JavaScript (Node.js) code in a sandboxed, stateful interpreter, like a Jupyter notebook: variables, imports and files persist across calls in this session. Python comes with numpy, pandas and matplotlib; there is no network access.
 
 Returns stdout and stderr as text (long output keeps its beginning and end), the value of the last expression, each matplotlib figure as an image (plt.show() or leaving a figure open is enough), and each file written under outputs/ as a download link. If the code raises an exception or times out, the result is an error carrying the traceback: fix the code and call again; earlier state is still there.`
 
@@ -85,7 +85,11 @@ func (s *server) addInterpreter(srv *mcp.Server) {
 	if err != nil {
 		panic(err)
 	}
-	in.Properties["language"].Enum = []any{"python", "bash"}
+	var langs []any
+	for _, l := range sandbox.Languages {
+		langs = append(langs, string(l))
+	}
+	in.Properties["language"].Enum = langs
 	in.Properties["timeout_s"].ExclusiveMinimum = ptr(0.0)
 	mcp.AddTool(srv, &mcp.Tool{Name: "code_interpreter", Title: "Code interpreter", Description: interpreterDescription, InputSchema: in,
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)}}, s.interpret)
