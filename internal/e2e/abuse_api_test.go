@@ -532,7 +532,8 @@ func TestAbuseAPIMetricsCardinality(t *testing.T) {
 	routes := map[string]bool{"unmatched": true, "/healthz": true, "/readyz": true, "/metrics": true, "/openapi.json": true,
 		"/v1": true, "/v1/*": true, "/v1/executions": true, "/v1/executions/:id": true, "/v1/executions/:id/cancel": true,
 		"/v1/executions/:id/events": true, "/v1/threads": true, "/v1/threads/:id": true, "/v1/threads/:id/files/*": true,
-		"/v1/files": true, "/v1/usage": true, "/mcp": true}
+		"/v1/files": true, "/v1/usage": true, "/mcp": true, "/v1/threads/:id/reset": true, "/v1/runtimes": true,
+		"/v1/skills": true, "/v1/skills/:name": true}
 	seen := map[string]bool{}
 	for _, sm := range samples(page.body, "codeinterp_http_request_duration_seconds_count") {
 		m, r := sm.labels["method"], sm.labels["route"]

@@ -179,7 +179,7 @@ func TestSecretsNeverInLogsOrErrors(t *testing.T) {
 
 	// Storage refuses the services from now on (the user's secret is rotated behind
 	// their back): readiness fails without details, an upload fails without them.
-	if _, err := provision.Run(ctx, provision.Config{Root: root, User: user, Secret: "rotated-" + rand.Text()}); err != nil {
+	if _, err := provision.Run(ctx, provision.Config{Root: root, Skills: skillBucket(root), User: user, Secret: "rotated-" + rand.Text()}); err != nil {
 		t.Fatal(err)
 	}
 	var checks map[string]any

@@ -131,10 +131,16 @@ func scopedUser(t *testing.T) (root storage.Config, user, secret string) {
 	t.Helper()
 	root = testenv.MinIO(t)
 	user, secret = "svc-"+strings.ToLower(rand.Text()[:10]), rand.Text()
-	if _, err := provision.Run(context.Background(), provision.Config{Root: root, User: user, Secret: secret}); err != nil {
+	if _, err := provision.Run(context.Background(), provision.Config{Root: root, Skills: skillBucket(root), User: user, Secret: secret}); err != nil {
 		t.Fatal(err)
 	}
 	return root, user, secret
+}
+
+// skillBucket is the skills' bucket beside root's, as config.SkillStorage names it.
+func skillBucket(root storage.Config) storage.Config {
+	root.Bucket, root.Keep = root.Bucket+"-skills", true
+	return root
 }
 
 // The whole stack works as the bucket-scoped user, which can do nothing else.
