@@ -61,11 +61,9 @@ func (s *Service) openURL(ctx context.Context, field, raw string, limit int64) (
 		if errors.Is(err, webhook.ErrForbiddenTarget) {
 			return nil, 0, Invalid(field, "%s", forbiddenMessage)
 		}
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // without the URL the client already knows
-		}
-		return nil, 0, Invalid(field, "could not be fetched: %v", err)
+		// Generic, like webhook errors: the dial error would make the service a port
+		// scanner of whatever the guard lets through.
+		return nil, 0, Invalid(field, "could not be fetched: the connection failed or timed out")
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		resp.Body.Close()
@@ -98,7 +96,7 @@ func (s *Service) FetchURL(ctx context.Context, field, raw string, limit int64) 
 	case errors.As(err, &se):
 		return nil, se
 	case err != nil:
-		return nil, Invalid(field, "could not be fetched: %v", err)
+		return nil, Invalid(field, "could not be fetched: the transfer failed or timed out")
 	}
 	return data, nil
 }

@@ -57,3 +57,17 @@ func TestFetchURL(t *testing.T) {
 		}
 	}
 }
+
+// A refused connection says nothing a port scan could use.
+func TestFetchURLErrorsAreGeneric(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := srv.URL
+	srv.Close() // nothing listens there now
+	loopback := webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
+	_, err := New(Config{WebhookGuard: loopback}).FetchURL(context.Background(), "url", addr+"/x", 100)
+	var se *Error
+	if !errors.As(err, &se) || se.Field != "url" || se.Message != "could not be fetched: the connection failed or timed out" {
+		t.Fatalf("fetch from a closed port: %v; want the generic error", err)
+	}
+}
