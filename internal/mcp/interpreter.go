@@ -21,6 +21,8 @@ type runInput struct {
 	Language string      `json:"language,omitempty" jsonschema:"python (the default), bash or javascript (Node.js). All run in the same workspace; javascript starts a fresh process each call, so only its files persist."`
 	ThreadID string      `json:"thread_id,omitempty" jsonschema:"The thread (sandbox) to run in. Leave it out to use this session's own thread, which keeps variables and files between calls. Give an id to share a thread across sessions."`
 	Files    []inputFile `json:"files,omitempty" jsonschema:"Files to put into the working directory before the code runs."`
+	Profile  string      `json:"profile,omitempty" jsonschema:"The sandbox profile (size and image) to run in, as GET /v1/runtimes lists them; leave it out for your default. A thread keeps the profile it started with."`
+	Skills   []string    `json:"skills,omitempty" jsonschema:"Skills to attach, read-only under skills/<name>/: a name (its latest version) or name@version, uploaded earlier with POST /v1/skills. A thread keeps them for later calls."`
 	TimeoutS float64     `json:"timeout_s,omitempty" jsonschema:"Seconds the code may run before it is stopped (the default is the service's, usually 30)."`
 }
 
@@ -105,7 +107,8 @@ func (s *server) interpret(ctx context.Context, req *mcp.CallToolRequest, in run
 	if err != nil {
 		return nil, nil, err
 	}
-	sub := service.SubmitRequest{ThreadID: &thread, Language: sandbox.Language(in.Language), Code: &in.Code}
+	sub := service.SubmitRequest{ThreadID: &thread, Language: sandbox.Language(in.Language), Code: &in.Code,
+		Profile: in.Profile, Skills: in.Skills}
 	if in.TimeoutS != 0 {
 		// Out of range stays out of range (the service says so, naming the limit):
 		// converting a float64 past int64 gives anything.
