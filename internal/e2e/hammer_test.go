@@ -112,12 +112,13 @@ func TestHammerThreadsUnderWorkerKills(t *testing.T) {
 }
 
 // workerOfARunningExecution returns the worker running one of ids, looking for up to
-// fifteen seconds (on a loaded machine most items wait for a slot), or "".
+// a minute (on a loaded machine most items wait for a slot, or for a kernel that
+// adopts a dead worker's thread), or "".
 func (s *stack) workerOfARunningExecution(t *testing.T, ids [][]string) string {
 	ctx := context.Background()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); <-tick.C {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); <-tick.C {
 		for _, th := range rand.Perm(len(ids)) {
 			st, _ := s.threads.State(ctx, jobs.NewThreadKey("acme", fmt.Sprintf("h%02d", th)))
 			if st.Inflight == "" {
