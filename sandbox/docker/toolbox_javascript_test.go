@@ -14,16 +14,10 @@ import (
 // sandbox runs on.
 func TestToolboxJavascript(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	d := newDocker(t, "citest")
-	sb, err := d.Create(ctx, sandbox.Spec{Tenant: "acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Remove(context.Background()) })
+	sb := toolboxSandbox(t)
 	js := func(code string, timeout time.Duration) sandbox.Outcome {
 		t.Helper()
-		out, err := sb.Run(ctx, sandbox.Request{ID: "js-" + time.Now().Format("150405.000000000"), Language: sandbox.Javascript, Code: code, Timeout: timeout}, nil)
+		out, err := sb.Run(context.Background(), sandbox.Request{ID: "js-" + time.Now().Format("150405.000000000"), Language: sandbox.Javascript, Code: code, Timeout: timeout}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -72,13 +72,7 @@ func (m manifest) missing(name string) bool {
 // The full image says what it has, with versions, and what is missing and why.
 func TestToolboxManifest(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	d := newDocker(t, "citest")
-	sb, err := d.Create(ctx, sandbox.Spec{Tenant: "acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Remove(context.Background()) })
+	sb := toolboxSandbox(t)
 	m := readManifest(t, sb)
 	if m.Image != "full" {
 		t.Errorf("image %q, want full", m.Image)

@@ -12,6 +12,18 @@ import (
 // toolRun runs a request under the default limits with a timeout long enough for a
 // cold LibreOffice or Tesseract on a busy machine, and fails the test unless it
 // succeeds; it returns stdout.
+// toolboxSandbox creates a sandbox of the default (full) image with the default
+// limits, removed when the test ends.
+func toolboxSandbox(t *testing.T) sandbox.Sandbox {
+	t.Helper()
+	sb, err := newDocker(t, "citest").Create(context.Background(), sandbox.Spec{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Remove(context.Background()) })
+	return sb
+}
+
 func toolRun(t *testing.T, sb sandbox.Sandbox, req sandbox.Request) string {
 	t.Helper()
 	req.ID = "tool-" + time.Now().Format("150405.000000000")
@@ -29,13 +41,7 @@ func toolRun(t *testing.T, sb sandbox.Sandbox, req sandbox.Request) string {
 // recognised.
 func TestToolbox(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	d := newDocker(t, "citest")
-	sb, err := d.Create(ctx, sandbox.Spec{Tenant: "acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Remove(context.Background()) })
+	sb := toolboxSandbox(t)
 	py := func(t *testing.T, code string) string {
 		t.Helper()
 		return toolRun(t, sb, sandbox.Request{Code: code})
