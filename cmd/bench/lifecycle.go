@@ -12,7 +12,7 @@ import (
 // lifecycle measures resuming a paused sandbox, a new thread's first execution with
 // and without the warm pool, and what idle and paused sandboxes cost in memory. It
 // needs the stack started with a short CODEINTERP_IDLE_PAUSE (make bench does that).
-func lifecycle(c bench, t *table, n int) error {
+func lifecycle(c bench, t *table, image string, n int) error {
 	thread := fmt.Sprintf("pause-%d", time.Now().UnixNano())
 	if _, _, err := c.run(map[string]any{"thread_id": thread, "code": "import pandas as pd\nx = 1"}); err != nil {
 		return err
@@ -40,18 +40,11 @@ func lifecycle(c bench, t *table, n int) error {
 		resume = append(resume, d)
 	}
 	t.add("first execution after a pause (resume), POST + GET ?wait", resume, "")
-	s, err := measure(n, func() (time.Duration, error) {
-		if err := exec.Command("docker", "pause", container).Run(); err != nil {
-			return 0, err
-		}
-		start := time.Now()
-		err := exec.Command("docker", "unpause", container).Run()
-		return time.Since(start), err
-	})
+	s, err := unpauseBaseline(image, n)
 	if err != nil {
 		return fmt.Errorf("unpause baseline: %w", err)
 	}
-	t.add("baseline: docker unpause", s, "")
+	t.add("baseline: docker unpause", s, "a container of its own")
 
 	withPool, err := newThreads(c, max(n/4, 3), 4*time.Second)
 	if err != nil {
@@ -68,6 +61,27 @@ func lifecycle(c bench, t *table, n int) error {
 	}
 	t.add("new thread's first print(1), no warm pool", without, "compare: docker run --rm")
 	return nil
+}
+
+// unpauseBaseline times `docker unpause` on a container started for it. Not on the
+// thread's sandbox: its worker snapshots (a `docker exec`) and pauses it on its own
+// idle timer, and a pause from outside that meets the worker's exec can freeze the
+// exec's runc init inside the cgroup, and with it the engine's lock on the container.
+func unpauseBaseline(image string, n int) (sample, error) {
+	out, err := exec.Command("docker", "run", "-d", "--rm", "--network", "none", image, "sleep", "600").Output()
+	if err != nil {
+		return nil, fmt.Errorf("start baseline container: %w", err)
+	}
+	id := strings.TrimSpace(string(out))
+	defer exec.Command("docker", "rm", "-f", id).Run()
+	return measure(n, func() (time.Duration, error) {
+		if err := exec.Command("docker", "pause", id).Run(); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		err := exec.Command("docker", "unpause", id).Run()
+		return time.Since(start), err
+	})
 }
 
 // newThreads times the first execution of fresh threads, pausing between them so a

@@ -65,7 +65,7 @@ func run(c bench, t *table, rt *runtimeBench, noisyKey, image string, n int) err
 	if err := mcpRoundTrip(c, t, n); err != nil {
 		return err
 	}
-	if err := lifecycle(c, t, n); err != nil {
+	if err := lifecycle(c, t, image, n); err != nil {
 		return err
 	}
 	if err := baselines(t, image, n); err != nil {
