@@ -36,7 +36,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	if r.pool.size > 0 {
 		r.bg.Go(func() {
 			r.fillLoop(bgCtx, r.pool, func(ctx context.Context) (sandbox.Sandbox, error) {
-				return r.cfg.Runtime.CreateBlank(ctx, r.cfg.Worker, r.cfg.Limits)
+				return r.cfg.Runtime.CreateBlank(ctx, sandbox.Spec{Owner: r.cfg.Worker, Limits: r.cfg.Limits})
 			})
 		})
 	}
