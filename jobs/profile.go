@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultProfile names the profile built from the CODEINTERP_* sandbox defaults
-// (image, limits, timeouts). Warm and one-off pools hold sandboxes of it alone.
+// (image, limits, timeouts, pool sizes).
 const DefaultProfile = "default"
 
 // Profile is a size of sandbox an operator offers: the image it runs and its limits.
@@ -21,6 +21,10 @@ type Profile struct {
 	// largest a request may ask for.
 	DefaultTimeoutMS int64
 	MaxTimeoutMS     int64
+	// WarmPool and OneOffPool are how many sandboxes of the profile each worker keeps
+	// ready: blank ones for new threads, recyclable ones for one-offs. 0: none, a
+	// sandbox is created when needed.
+	WarmPool, OneOffPool int
 }
 
 // AnyTenant is the tenant entry of a Profiles table that stands for every tenant not

@@ -119,8 +119,10 @@ type Runtime interface {
 	// Find adopts a thread's existing sandbox with a fresh kernel (the workspace
 	// survives; the first run reports KernelRestarted), or returns nil, nil.
 	Find(ctx context.Context, spec Spec) (Sandbox, error)
-	// CreateBlank starts a sandbox for no thread yet, preloaded, for a warm pool.
-	CreateBlank(ctx context.Context, owner string, limits Limits) (Sandbox, error)
+	// CreateBlank starts a sandbox for no thread yet, preloaded, for a warm pool, of
+	// spec's Owner, Image and Limits; a blank sandbox has no tenant, thread or fence
+	// until Assign and Fence, so spec's other fields are ignored.
+	CreateBlank(ctx context.Context, spec Spec) (Sandbox, error)
 	// Count returns how many sandboxes (blank ones aside) live on this host.
 	Count(ctx context.Context) (int, error)
 	// Ping says whether the runtime answers; it decides the worker's readiness.

@@ -41,7 +41,7 @@ func TestSandboxJournalWired(t *testing.T) {
 
 	fake := sandboxtest.NewFake()
 	fake.Now = func() time.Time { return time.Now().Add(-time.Hour) } // the dead worker's sandbox is old
-	if _, err := fake.CreateBlank(ctx, "dead-worker", sandbox.Limits{}); err != nil {
+	if _, err := fake.CreateBlank(ctx, sandbox.Spec{Owner: "dead-worker"}); err != nil {
 		t.Fatal(err)
 	}
 	a.Janitor(fake).Sweep(ctx)

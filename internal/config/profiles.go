@@ -18,11 +18,13 @@ var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 var imageRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$`)
 
 // DefaultProfile returns the default profile: the CODEINTERP_SANDBOX_IMAGE,
-// CODEINTERP_TIMEOUT_MS, _MAX_TIMEOUT_MS and the sandbox limits.
+// CODEINTERP_TIMEOUT_MS, _MAX_TIMEOUT_MS, the sandbox limits and the
+// CODEINTERP_WARM_POOL and _ONEOFF_POOL sizes.
 func (c Config) DefaultProfile() jobs.Profile {
 	return jobs.Profile{
 		Name: jobs.DefaultProfile, Image: c.SandboxImage, Limits: c.Limits(),
 		DefaultTimeoutMS: c.TimeoutMS, MaxTimeoutMS: c.MaxTimeoutMS,
+		WarmPool: c.WarmPool, OneOffPool: c.OneOffPool,
 	}
 }
 
@@ -31,9 +33,11 @@ func (c Config) DefaultProfile() jobs.Profile {
 //   - CODEINTERP_PROFILES defines profiles beside the default one,
 //     "name:key=value,key=value;name:…". Keys: image, cpus, memory_mb, pids,
 //     workspace_mb, output_bytes, timeout_ms, max_timeout_ms; a key not given takes
-//     the default profile's value. "default" cannot be redefined here: it is the
-//     CODEINTERP_SANDBOX_IMAGE, _TIMEOUT_MS, _MAX_TIMEOUT_MS, _MEMORY_MB, _CPUS,
-//     _PIDS, _WORKSPACE_MB and _OUTPUT_BYTES settings.
+//     the default profile's value. warm_pool and oneoff_pool size the profile's
+//     pools on each worker; not given, 0: the profile has no pools. "default"
+//     cannot be redefined here: it is the CODEINTERP_SANDBOX_IMAGE, _TIMEOUT_MS,
+//     _MAX_TIMEOUT_MS, _MEMORY_MB, _CPUS, _PIDS, _WORKSPACE_MB, _OUTPUT_BYTES,
+//     _WARM_POOL and _ONEOFF_POOL settings.
 //   - CODEINTERP_TENANT_PROFILES says who may use which, "tenant:name+name;*:name":
 //     a tenant's first profile is the one its requests get when they name none; "*"
 //     stands for every tenant not listed. Unset, or for a tenant not listed and no
@@ -104,10 +108,12 @@ func (c Config) SandboxProfiles() (jobs.Profiles, error) {
 	return jobs.NewProfiles(def, others, access), errors.Join(errs...)
 }
 
-// parseProfile reads one profile's "key=value,…" on top of the default profile.
+// parseProfile reads one profile's "key=value,…" on top of the default profile,
+// except its pool sizes: a profile has pools only if it asks for them, so adding a
+// profile never adds sandboxes to every worker unasked.
 func parseProfile(def jobs.Profile, name, fields string) (jobs.Profile, []error) {
 	p := def
-	p.Name = name
+	p.Name, p.WarmPool, p.OneOffPool = name, 0, 0
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("CODEINTERP_PROFILES %s: %s", name, fmt.Sprintf(format, args...)))
@@ -130,9 +136,18 @@ func parseProfile(def jobs.Profile, name, fields string) (jobs.Profile, []error)
 			p.Image = value
 			continue
 		}
+		if size, ok := poolKeys[key]; ok {
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 {
+				bad("%s=%q: want a whole number, 0 or more", key, value)
+				continue
+			}
+			*size(&p) = n
+			continue
+		}
 		set, known := profileKeys[key]
 		if !known {
-			bad("unknown key %q (image, cpus, memory_mb, pids, workspace_mb, output_bytes, timeout_ms, max_timeout_ms)", key)
+			bad("unknown key %q (image, cpus, memory_mb, pids, workspace_mb, output_bytes, timeout_ms, max_timeout_ms, warm_pool, oneoff_pool)", key)
 			continue
 		}
 		n, err := strconv.ParseFloat(value, 64)
@@ -155,7 +170,13 @@ func parseProfile(def jobs.Profile, name, fields string) (jobs.Profile, []error)
 	return p, errs
 }
 
-// profileKeys set a profile's numeric keys.
+// poolKeys point at a profile's pool sizes.
+var poolKeys = map[string]func(p *jobs.Profile) *int{
+	"warm_pool":   func(p *jobs.Profile) *int { return &p.WarmPool },
+	"oneoff_pool": func(p *jobs.Profile) *int { return &p.OneOffPool },
+}
+
+// profileKeys set a profile's other numeric keys.
 var profileKeys = map[string]func(p *jobs.Profile, n float64){
 	"cpus":           func(p *jobs.Profile, n float64) { p.Limits.CPUs = n },
 	"memory_mb":      func(p *jobs.Profile, n float64) { p.Limits.Memory = int64(n) << 20 },

@@ -32,7 +32,8 @@ func TestProfilesDefault(t *testing.T) {
 	}
 	d := all[0]
 	if d.Image != "codeinterp/sandbox:latest" || d.DefaultTimeoutMS != 30000 || d.MaxTimeoutMS != 600000 ||
-		d.Limits.Memory != 512<<20 || d.Limits.CPUs != 1 || d.Limits.Workspace != 100<<20 || d.Limits.Output != 1<<20 {
+		d.Limits.Memory != 512<<20 || d.Limits.CPUs != 1 || d.Limits.Workspace != 100<<20 || d.Limits.Output != 1<<20 ||
+		d.WarmPool != 2 || d.OneOffPool != 2 {
 		t.Fatalf("default profile: %+v", d)
 	}
 	if !ps.Allowed("anyone", "default") || ps.TenantDefault("anyone") != "default" || ps.Allowed("anyone", "big") {
@@ -43,8 +44,10 @@ func TestProfilesDefault(t *testing.T) {
 func TestProfilesParse(t *testing.T) {
 	c, err := loadDev(t, map[string]string{
 		"CODEINTERP_PROFILES": "big:image=codeinterp/sandbox:latest,cpus=2,memory_mb=2048,pids=256,workspace_mb=500," +
-			"output_bytes=4194304,timeout_ms=60000,max_timeout_ms=900000; slim:image=codeinterp/sandbox-slim:latest",
+			"output_bytes=4194304,timeout_ms=60000,max_timeout_ms=900000,warm_pool=1,oneoff_pool=3; slim:image=codeinterp/sandbox-slim:latest",
 		"CODEINTERP_TENANT_PROFILES": "acme:big+default;globex:slim;*:default+slim",
+		"CODEINTERP_WARM_POOL":       "5",
+		"CODEINTERP_ONEOFF_POOL":     "0",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -52,12 +55,17 @@ func TestProfilesParse(t *testing.T) {
 	ps, _ := c.SandboxProfiles()
 	big, ok := ps.Get("big")
 	if !ok || big.Limits.CPUs != 2 || big.Limits.Memory != 2048<<20 || big.Limits.Pids != 256 || big.Limits.Workspace != 500<<20 ||
-		big.Limits.Output != 4<<20 || big.DefaultTimeoutMS != 60000 || big.MaxTimeoutMS != 900000 {
+		big.Limits.Output != 4<<20 || big.DefaultTimeoutMS != 60000 || big.MaxTimeoutMS != 900000 ||
+		big.WarmPool != 1 || big.OneOffPool != 3 {
 		t.Fatalf("big: %+v", big)
 	}
 	slim, _ := ps.Get("slim")
 	if slim.Image != "codeinterp/sandbox-slim:latest" || slim.Limits != c.Limits() || slim.MaxTimeoutMS != c.MaxTimeoutMS {
 		t.Fatalf("slim should take the default's limits: %+v", slim)
+	}
+	// Pools are not inherited: a profile has them only if it asks.
+	if def := ps.Default(); def.WarmPool != 5 || def.OneOffPool != 0 || slim.WarmPool != 0 || slim.OneOffPool != 0 {
+		t.Fatalf("pool sizes: default %d/%d, slim %d/%d; want 5/0 and 0/0", def.WarmPool, def.OneOffPool, slim.WarmPool, slim.OneOffPool)
 	}
 	for _, tc := range []struct {
 		tenant, profile string
@@ -92,7 +100,7 @@ func names(ps []jobs.Profile) string {
 func TestProfilesErrors(t *testing.T) {
 	_, err := loadDev(t, map[string]string{
 		"CODEINTERP_PROFILES": "big:cpus=two,colour=red,memory_mb=32;default:cpus=2;Bad Name:cpus=1;" +
-			"huge:image=has space;long:timeout_ms=700000;big:cpus=1;noequals:cpus",
+			"huge:image=has space;long:timeout_ms=700000;big:cpus=1;noequals:cpus;pools:warm_pool=-1,oneoff_pool=two;frac:warm_pool=1.5",
 		"CODEINTERP_TENANT_PROFILES": "acme:big+ghost;globex;acme:default",
 	})
 	if err == nil {
@@ -108,6 +116,9 @@ func TestProfilesErrors(t *testing.T) {
 		`CODEINTERP_PROFILES long: timeout_ms 700000: want at most max_timeout_ms (600000)`,
 		`CODEINTERP_PROFILES: profile "big" is defined twice`,
 		`CODEINTERP_PROFILES noequals: "cpus": want key=value`,
+		`CODEINTERP_PROFILES pools: warm_pool="-1": want a whole number, 0 or more`,
+		`CODEINTERP_PROFILES pools: oneoff_pool="two": want a whole number, 0 or more`,
+		`CODEINTERP_PROFILES frac: warm_pool="1.5": want a whole number, 0 or more`,
 		`CODEINTERP_TENANT_PROFILES: tenant "acme": unknown profile "ghost"`,
 		`CODEINTERP_TENANT_PROFILES: "globex"`,
 		`CODEINTERP_TENANT_PROFILES: tenant "acme" is listed twice`,

@@ -694,7 +694,7 @@ func TestOrphanBlankAndOneOff(t *testing.T) {
 		var sb sandbox.Sandbox
 		var err error
 		if kind == "blank" {
-			sb, err = e.fake.CreateBlank(e.ctx, owner, sandbox.Limits{})
+			sb, err = e.fake.CreateBlank(e.ctx, sandbox.Spec{Owner: owner})
 		} else {
 			sb, err = e.fake.Create(e.ctx, sandbox.Spec{Tenant: "acme", Owner: owner})
 		}

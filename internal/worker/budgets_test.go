@@ -501,8 +501,8 @@ func (rt *emittingRuntime) Find(ctx context.Context, spec sandbox.Spec) (sandbox
 	return rt.wrap(rt.Fake.Find(ctx, spec))
 }
 
-func (rt *emittingRuntime) CreateBlank(ctx context.Context, owner string, l sandbox.Limits) (sandbox.Sandbox, error) {
-	return rt.wrap(rt.Fake.CreateBlank(ctx, owner, l))
+func (rt *emittingRuntime) CreateBlank(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	return rt.wrap(rt.Fake.CreateBlank(ctx, spec))
 }
 
 type emittingSandbox struct {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
-	"github.com/codeinterp/codeinterp/sandbox"
 )
 
 // errWorkerStopping is the cause of contexts canceled because the worker shuts down.
@@ -15,7 +14,8 @@ var errWorkerStopping = errors.New("worker shutting down")
 
 // Start announces the worker and starts its background loops: the heartbeat (which
 // also buries dead workers and hands their threads on), the wake-up wait for owned
-// threads, the offer wait, the warm pool and the cancel listener. Call Shutdown to stop.
+// threads, the offer wait, the fill loop of each pool and the cancel listener. Call
+// Shutdown to stop.
 func (r *Runner) Start(ctx context.Context) error {
 	r.beat(ctx)
 	cancels, err := r.cfg.Records.SubscribeCancels(ctx)
@@ -33,15 +33,10 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.bg.Go(func() { r.heartbeatLoop(bgCtx) })
 	r.bg.Go(func() { r.wakeLoop(bgCtx) })
 	r.bg.Go(func() { r.offerLoop(bgCtx) })
-	if r.pool.size > 0 {
-		r.bg.Go(func() {
-			r.fillLoop(bgCtx, r.pool, func(ctx context.Context) (sandbox.Sandbox, error) {
-				return r.cfg.Runtime.CreateBlank(ctx, r.cfg.Worker, r.cfg.Limits)
-			})
-		})
-	}
-	if r.oneOffPool.size > 0 {
-		r.bg.Go(func() { r.fillLoop(bgCtx, r.oneOffPool, r.createOneOff) })
+	for _, pools := range []map[string]*pool{r.warmPools, r.oneOffPools} {
+		for _, p := range pools {
+			r.bg.Go(func() { r.fillLoop(bgCtx, p) })
+		}
 	}
 	if r.cfg.Recycle {
 		r.bg.Go(func() { r.recycleLoop(bgCtx) })

@@ -15,8 +15,9 @@ import (
 
 // ProcessOneOff is the handler of [jobs.TypeRun]: it runs a one-off execution in a
 // sandbox no other tenant's code ever ran in (see oneOffSandbox), removed or wiped for
-// the tenant's next one-off afterwards. It returns an error only when the run should
-// be retried: the sandbox could not be prepared and the code never started.
+// the tenant's next one-off in the same profile afterwards. It returns an error only
+// when the run should be retried: the sandbox could not be prepared and the code
+// never started.
 func (r *Runner) ProcessOneOff(ctx context.Context, t *asynq.Task) error {
 	p, err := jobs.DecodePayload(t)
 	if err != nil {
@@ -65,7 +66,7 @@ func (r *Runner) run(ctx context.Context, ex *jobs.Execution) (err error) {
 		return fmt.Errorf("create sandbox: %w", err)
 	}
 	reusable := false
-	defer func() { r.doneWith(ctx, ex.Tenant, sb, reusable && prof.Name == jobs.DefaultProfile) }()
+	defer func() { r.doneWith(ctx, ex.Tenant, prof.Name, sb, reusable) }()
 	if err := r.putInputs(ctx, sb, ex); err != nil {
 		return err
 	}
@@ -85,40 +86,35 @@ func (r *Runner) run(ctx context.Context, ex *jobs.Execution) (err error) {
 	return nil
 }
 
-// oneOffSandbox returns a sandbox for a one-off of tenant, the quickest first: one of
-// the tenant's own wiped sandboxes; one from the one-off pool, which no code ran in;
-// a new one. Only a sandbox that served this tenant alone is ever recycled for it.
-// Pools and recycling serve the default profile alone: a one-off in another profile
-// gets a new sandbox, removed afterwards.
+// oneOffSandbox returns a sandbox of profile p for a one-off of tenant, the quickest
+// first: one of the tenant's own wiped sandboxes of p; one from p's one-off pool,
+// which no code ran in; a new one. Only a sandbox that served this tenant alone, in
+// this profile, is ever recycled for it: another profile's has another image and
+// other limits.
 func (r *Runner) oneOffSandbox(ctx context.Context, tenant string, p jobs.Profile) (sandbox.Sandbox, error) {
-	if p.Name != jobs.DefaultProfile {
-		return r.cfg.Runtime.Create(ctx, sandbox.Spec{Tenant: tenant, Owner: r.cfg.Worker, Image: p.Image, Limits: p.Limits})
-	}
 	if r.cfg.Recycle {
-		if sb := r.recycled.take(tenant); sb != nil {
+		if sb := r.recycled.take(tenant, p.Name); sb != nil {
 			return sb, nil
 		}
 	}
-	if sb := r.oneOffPool.take(); sb != nil {
+	if sb := r.oneOffPools[p.Name].take(); sb != nil {
 		return sb, nil
 	}
-	if !r.cfg.Recycle {
-		return r.cfg.Runtime.Create(ctx, sandbox.Spec{Tenant: tenant, Owner: r.cfg.Worker, Limits: r.cfg.Limits})
-	}
-	return r.cfg.Runtime.Create(ctx, sandbox.Spec{Tenant: tenant, Owner: r.cfg.Worker, Limits: r.cfg.Limits, Recyclable: true})
+	return r.cfg.Runtime.Create(ctx, r.oneOffSpec(tenant, p, r.cfg.Recycle))
 }
 
-// createOneOff makes a sandbox for the one-off pool: recyclable, for no tenant yet.
-func (r *Runner) createOneOff(ctx context.Context) (sandbox.Sandbox, error) {
-	return r.cfg.Runtime.Create(ctx, sandbox.Spec{Owner: r.cfg.Worker, Limits: r.cfg.Limits, Recyclable: true})
+// oneOffSpec is the spec of a one-off sandbox of profile p for tenant ("": for a
+// pool, no tenant yet).
+func (r *Runner) oneOffSpec(tenant string, p jobs.Profile, recyclable bool) sandbox.Spec {
+	return sandbox.Spec{Tenant: tenant, Owner: r.cfg.Worker, Image: p.Image, Limits: p.Limits, Recyclable: recyclable}
 }
 
-// doneWith wipes a one-off's sandbox and keeps it idle for the tenant's next one-off
-// if it may be recycled, and removes it otherwise: recycling is off, the sandbox
-// broke or the wipe failed (it may hold something of the run), the worker stops, or
-// the tenant has enough idle already. The outcome is recorded by now, so the wipe
-// costs the client nothing.
-func (r *Runner) doneWith(ctx context.Context, tenant string, sb sandbox.Sandbox, reusable bool) {
+// doneWith wipes a one-off's sandbox of profile and keeps it idle for the tenant's
+// next one-off in that profile if it may be recycled, and removes it otherwise:
+// recycling is off, the sandbox broke or the wipe failed (it may hold something of
+// the run), the worker stops, or the tenant has enough idle already. The outcome is
+// recorded by now, so the wipe costs the client nothing.
+func (r *Runner) doneWith(ctx context.Context, tenant, profile string, sb sandbox.Sandbox, reusable bool) {
 	ctx = context.WithoutCancel(ctx)
 	if !reusable || !r.cfg.Recycle || r.shuttingDown() {
 		r.removeSandbox(ctx, sb)
@@ -134,5 +130,5 @@ func (r *Runner) doneWith(ctx context.Context, tenant string, sb sandbox.Sandbox
 		r.removeSandbox(ctx, sb)
 		return
 	}
-	r.removeAll(ctx, r.recycled.put(tenant, sb, r.cfg.Now()))
+	r.removeAll(ctx, r.recycled.put(tenant, profile, sb, r.cfg.Now()))
 }

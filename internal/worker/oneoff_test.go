@@ -18,7 +18,14 @@ import (
 // oneOff runs a one-off of tenant through the asynq handler and returns its record.
 func (e *env) oneOff(r *worker.Runner, tenant string) *jobs.Execution {
 	e.t.Helper()
-	id := e.submit(tenant, "", "print(1)")
+	return e.oneOffIn(r, tenant, "")
+}
+
+// oneOffIn runs a one-off of tenant in profile ("": the default) through the asynq
+// handler and returns its record.
+func (e *env) oneOffIn(r *worker.Runner, tenant, profile string) *jobs.Execution {
+	e.t.Helper()
+	id := e.submitIn(tenant, "", profile, "print(1)")
 	if err := r.ProcessOneOff(e.t.Context(), asynq.NewTask(jobs.TypeRun, jobs.Payload{ID: id}.Encode())); err != nil {
 		e.t.Fatal(err)
 	}

@@ -5,24 +5,59 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
-// pool keeps blank sandboxes ready, so a new thread's first execution, or a one-off,
-// pays neither the container start nor the library imports. It is refilled in the
-// background. A worker has two, both of the default profile's sandboxes alone: blank
-// sandboxes for threads, recyclable ones for one-offs.
+// pool keeps sandboxes of one profile ready, so a new thread's first execution, or a
+// one-off, pays neither the container start nor the library imports. It is refilled
+// in the background (fillLoop). A worker has up to two per profile (see newPools):
+// blank sandboxes for threads, recyclable ones for one-offs.
 type pool struct {
-	size  int
-	mu    sync.Mutex
-	ready []sandbox.Sandbox
-	need  chan struct{} // signaled when a sandbox was taken
+	kind    string // "warm" or "one-off", for logs
+	profile string
+	size    int
+	create  func(context.Context) (sandbox.Sandbox, error)
+	mu      sync.Mutex
+	ready   []sandbox.Sandbox
+	need    chan struct{} // signaled when a sandbox was taken
 }
 
-func newPool(size int) *pool { return &pool{size: size, need: make(chan struct{}, 1)} }
+// newPools returns the warm and one-off pools, by profile name, of every profile
+// with a size > 0; each creates sandboxes of its profile's image and limits. The
+// default profile's sizes are Config.WarmPool and OneOffPool, the others' their
+// Profile's.
+func (r *Runner) newPools() (warm, oneOff map[string]*pool) {
+	warm, oneOff = map[string]*pool{}, map[string]*pool{}
+	for _, p := range r.cfg.Profiles.All() {
+		nWarm, nOneOff := p.WarmPool, p.OneOffPool
+		if p.Name == jobs.DefaultProfile {
+			nWarm, nOneOff = r.cfg.WarmPool, r.cfg.OneOffPool
+		}
+		if nWarm > 0 {
+			warm[p.Name] = &pool{kind: "warm", profile: p.Name, size: nWarm, need: make(chan struct{}, 1),
+				create: func(ctx context.Context) (sandbox.Sandbox, error) {
+					return r.cfg.Runtime.CreateBlank(ctx, sandbox.Spec{Owner: r.cfg.Worker, Image: p.Image, Limits: p.Limits})
+				}}
+		}
+		if nOneOff > 0 {
+			oneOff[p.Name] = &pool{kind: "one-off", profile: p.Name, size: nOneOff, need: make(chan struct{}, 1),
+				create: func(ctx context.Context) (sandbox.Sandbox, error) {
+					// Recyclable even when recycling is off: its zygote kernel has
+					// the libraries imported, so the one-off starts sooner.
+					return r.cfg.Runtime.Create(ctx, r.oneOffSpec("", p, true))
+				}}
+		}
+	}
+	return warm, oneOff
+}
 
-// take returns a blank sandbox, or nil if none is ready.
+// take returns a ready sandbox, or nil if none is. A nil pool (a profile without
+// one) has none.
 func (p *pool) take() sandbox.Sandbox {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.ready) == 0 {
@@ -43,9 +78,8 @@ func (p *pool) missing() int {
 	return p.size - len(p.ready)
 }
 
-// fillLoop keeps p full with what create makes until ctx ends, then removes what it
-// holds.
-func (r *Runner) fillLoop(ctx context.Context, p *pool, create func(context.Context) (sandbox.Sandbox, error)) {
+// fillLoop keeps p full until ctx ends, then removes what it holds.
+func (r *Runner) fillLoop(ctx context.Context, p *pool) {
 	defer func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -56,10 +90,10 @@ func (r *Runner) fillLoop(ctx context.Context, p *pool, create func(context.Cont
 	}()
 	for ctx.Err() == nil {
 		for p.missing() > 0 && ctx.Err() == nil {
-			sb, err := create(ctx)
+			sb, err := p.create(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
-					r.cfg.Logger.Warn("fill warm pool", "err", err)
+					r.cfg.Logger.Warn("fill pool", "pool", p.kind, "profile", p.profile, "err", err)
 					r.pause(ctx, 5*time.Second)
 				}
 				continue

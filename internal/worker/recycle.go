@@ -9,10 +9,11 @@ import (
 )
 
 // recycled holds the wiped one-off sandboxes a worker keeps idle, each for the one
-// tenant whose one-offs it served: it is never handed to another. It is bounded per
-// tenant and in all (the oldest idle goes first), and entries idle past a time are
-// removed by the worker's recycle loop. Pure bookkeeping: the caller removes what it
-// returns.
+// tenant whose one-offs it served, in the one profile it was made of: it is never
+// handed to another tenant, nor to a one-off in another profile (another image,
+// other limits). It is bounded per tenant and in all (the oldest idle goes first),
+// counting every profile's alike, and entries idle past a time are removed by the
+// worker's recycle loop. Pure bookkeeping: the caller removes what it returns.
 type recycled struct {
 	perTenant, max int
 	mu             sync.Mutex
@@ -20,17 +21,17 @@ type recycled struct {
 }
 
 type idleBox struct {
-	sb     sandbox.Sandbox
-	tenant string
-	since  time.Time
+	sb              sandbox.Sandbox
+	tenant, profile string
+	since           time.Time
 }
 
-// take returns the tenant's most recently wiped sandbox, or nil.
-func (c *recycled) take(tenant string) sandbox.Sandbox {
+// take returns the tenant's most recently wiped sandbox of profile, or nil.
+func (c *recycled) take(tenant, profile string) sandbox.Sandbox {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := len(c.idle) - 1; i >= 0; i-- {
-		if c.idle[i].tenant == tenant {
+		if c.idle[i].tenant == tenant && c.idle[i].profile == profile {
 			sb := c.idle[i].sb
 			c.idle = append(c.idle[:i], c.idle[i+1:]...)
 			return sb
@@ -39,13 +40,13 @@ func (c *recycled) take(tenant string) sandbox.Sandbox {
 	return nil
 }
 
-// put keeps a wiped sandbox of tenant idle since now, and returns what no longer fits
-// the bounds.
-func (c *recycled) put(tenant string, sb sandbox.Sandbox, now time.Time) (evicted []sandbox.Sandbox) {
+// put keeps a wiped sandbox of tenant in profile idle since now, and returns what no
+// longer fits the bounds.
+func (c *recycled) put(tenant, profile string, sb sandbox.Sandbox, now time.Time) (evicted []sandbox.Sandbox) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.idle = append(c.idle, idleBox{sb: sb, tenant: tenant, since: now})
-	n := 0
+	c.idle = append(c.idle, idleBox{sb: sb, tenant: tenant, profile: profile, since: now})
+	n := 0 // the tenant's idle sandboxes of every profile: each holds the host alike
 	for _, b := range c.idle {
 		if b.tenant == tenant {
 			n++

@@ -28,7 +28,8 @@ type Config struct {
 	Threads   *threadq.Queue
 	Artifacts Artifacts
 	Runtime   sandbox.Runtime
-	// Limits are the default profile's; pools hold sandboxes of it alone.
+	// Limits are the default profile's: they make it when Profiles is zero, and
+	// set the budgets' defaults.
 	Limits sandbox.Limits
 	// Profiles are the sandbox profiles executions and threads name; zero: the
 	// default profile alone, of Limits and the runtime's image.
@@ -36,19 +37,23 @@ type Config struct {
 	// Manifests, if set, reads each profile image's manifest at start, published
 	// for GET /v1/runtimes.
 	Manifests ManifestReader
-	// WarmPool is how many blank sandboxes (kernel up, libraries imported) the worker
-	// keeps ready for new threads; 0 disables the pool.
+	// WarmPool is how many blank sandboxes (kernel up, libraries imported) of the
+	// default profile the worker keeps ready for new threads; 0 disables the pool.
+	// Other profiles' pools are sized by their Profile.WarmPool; the default
+	// profile's Profile.WarmPool is not read (this is).
 	WarmPool int
 	// OneOffPool is how many recyclable sandboxes (a zygote kernel, libraries
-	// imported) the worker keeps ready for one-offs; 0 disables that pool.
+	// imported) of the default profile the worker keeps ready for one-offs; 0
+	// disables that pool. Other profiles': Profile.OneOffPool, as for WarmPool.
 	OneOffPool int
 	// Recycle lets a one-off's sandbox, once wiped (sandbox.Sandbox.Wipe), serve
-	// further one-offs of the same tenant, never another's; false: every one-off gets
-	// a sandbox no code ran in, removed afterwards.
+	// further one-offs of the same tenant in the same profile, never another
+	// tenant's or profile's; false: every one-off gets a sandbox no code ran in,
+	// removed afterwards.
 	Recycle bool
 	// RecyclePerTenant and RecycleMax bound the wiped sandboxes kept idle, per
-	// tenant and in all (default 4 and 8); RecycleIdle is how long one stays idle
-	// before it is removed (default 1 min).
+	// tenant and in all, every profile's counted alike (default 4 and 8);
+	// RecycleIdle is how long one stays idle before it is removed (default 1 min).
 	RecyclePerTenant, RecycleMax int
 	RecycleIdle                  time.Duration
 	// MaxSandboxes caps the sandboxes on this worker's host: past it, the least
@@ -88,11 +93,12 @@ type Runner struct {
 
 	mu    sync.Mutex
 	owned map[jobs.ThreadKey]*thread // threads this worker serves
-	pool  *pool                      // blank sandboxes for new threads
-	// oneOffPool holds recyclable sandboxes no code ran in yet; recycled, wiped ones
-	// of a tenant, idle.
-	oneOffPool *pool
-	recycled   *recycled
+	// warmPools hold blank sandboxes for new threads, oneOffPools recyclable ones no
+	// code ran in yet, by profile name (profiles with a size > 0 alone); recycled
+	// holds wiped ones of a tenant, idle.
+	warmPools, oneOffPools map[string]*pool
+	recycled               *recycled
+
 	running    map[string]*runningRun  // executions running here, by id, for cancel
 	slots      *slots                  // bounds concurrent thread items, fairly across tenants
 	freed      chan struct{}           // signaled when a slot frees
@@ -129,13 +135,15 @@ func NewRunner(cfg Config) *Runner {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runner{
+	r := &Runner{
 		cfg: cfg, queue: cfg.Threads, budgets: budgets,
-		owned: map[jobs.ThreadKey]*thread{}, running: map[string]*runningRun{}, pool: newPool(cfg.WarmPool),
+		owned: map[jobs.ThreadKey]*thread{}, running: map[string]*runningRun{},
 		slots: newSlots(cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
 		skillCache: newSkillCache(cfg.SkillCache),
-		oneOffPool: newPool(cfg.OneOffPool), recycled: &recycled{perTenant: cfg.RecyclePerTenant, max: cfg.RecycleMax},
+		recycled:   &recycled{perTenant: cfg.RecyclePerTenant, max: cfg.RecycleMax},
 	}
+	r.warmPools, r.oneOffPools = r.newPools()
+	return r
 }
 
 // withDefaults fills the zero fields of b, some of which follow the sandbox limits l.

@@ -548,7 +548,14 @@ func (e *env) start() *worker.Runner {
 // submit queues an execution of code on a thread and returns its id.
 func (e *env) submit(tenant, thread, code string) string {
 	e.t.Helper()
-	ex := &jobs.Execution{ID: jobs.NewID(), Tenant: tenant, ThreadID: thread, Language: sandbox.Python, Code: code,
+	return e.submitIn(tenant, thread, "", code)
+}
+
+// submitIn queues an execution of code on a thread ("": a one-off) in profile ("":
+// the default) and returns its id. A thread's first item records its profile.
+func (e *env) submitIn(tenant, thread, profile, code string) string {
+	e.t.Helper()
+	ex := &jobs.Execution{ID: jobs.NewID(), Tenant: tenant, ThreadID: thread, Profile: profile, Language: sandbox.Python, Code: code,
 		Status: jobs.Queued, TimeoutMS: 30000, CreatedAt: time.Now()}
 	if _, err := e.recs.Create(e.t.Context(), ex, "", ""); err != nil {
 		e.t.Fatal(err)

@@ -12,9 +12,9 @@ import (
 
 // threadSandbox returns the thread's sandbox, in this order: the warm one this worker
 // holds (resumed if paused); the thread's sandbox on this host, adopted from a worker
-// that let go of it; a blank one from the pool; a new one. A sandbox that is not the
-// warm one gets the thread's last snapshot restored, if it has one, and so reports a
-// restarted kernel.
+// that let go of it; a blank one from its profile's warm pool; a new one. A sandbox
+// that is not the warm one gets the thread's last snapshot restored, if it has one,
+// and so reports a restarted kernel.
 func (r *Runner) threadSandbox(ctx context.Context, th *thread) (sandbox.Sandbox, jobs.SandboxInfo, error) {
 	if th.sb != nil && th.refence {
 		// Held across a new claim of the thread: fence it with the new lease's token.
@@ -76,14 +76,10 @@ func (r *Runner) keep(ctx context.Context, th *thread, sb sandbox.Sandbox, info 
 	return sb, info, nil
 }
 
-// newThreadSandbox takes a blank sandbox from the pool (which holds the default
-// profile's alone), or creates one.
+// newThreadSandbox takes a blank sandbox from profile p's warm pool, if it has one
+// ready, or creates one.
 func (r *Runner) newThreadSandbox(ctx context.Context, spec sandbox.Spec, p jobs.Profile) (sandbox.Sandbox, error) {
-	var blank sandbox.Sandbox
-	if p.Name == jobs.DefaultProfile {
-		blank = r.pool.take()
-	}
-	if blank != nil {
+	if blank := r.warmPools[p.Name].take(); blank != nil {
 		err := blank.Assign(ctx, spec.Tenant, spec.Thread)
 		if err != nil {
 			_ = blank.Remove(context.WithoutCancel(ctx))

@@ -123,7 +123,7 @@ func TestDockerBlankPreloaded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := newDocker(t, "citest")
-	blank, err := d.CreateBlank(ctx, "w1", sandbox.Limits{})
+	blank, err := d.CreateBlank(ctx, sandbox.Spec{Owner: "w1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,9 +86,10 @@ func (d *Runtime) find(ctx context.Context, spec sandbox.Spec) (*Sandbox, error)
 }
 
 // CreateBlank starts a sandbox that belongs to no thread yet, for a warm pool: its
-// kernel is up with the libraries imported. Give it to a thread with Assign.
-func (d *Runtime) CreateBlank(ctx context.Context, owner string, limits sandbox.Limits) (sandbox.Sandbox, error) {
-	sb, err := d.create(ctx, sandbox.Spec{Owner: owner, Limits: limits, Preload: true}, true)
+// kernel is up with the libraries imported. Give it to a thread with Assign. Only
+// spec's Owner, Image and Limits count.
+func (d *Runtime) CreateBlank(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	sb, err := d.create(ctx, sandbox.Spec{Owner: spec.Owner, Image: spec.Image, Limits: spec.Limits, Preload: true}, true)
 	if err != nil {
 		return nil, err
 	}

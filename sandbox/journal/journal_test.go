@@ -96,7 +96,7 @@ func TestJournalRecordsEveryOperation(t *testing.T) {
 	if found, err := rt.Find(ctx, sandbox.Spec{Tenant: "acme", Thread: "gone"}); found != nil || err != nil {
 		t.Fatalf("Find of nothing = %#v, %v; want an untyped nil", found, err)
 	}
-	blank, err := rt.CreateBlank(ctx, "w1", sandbox.Limits{})
+	blank, err := rt.CreateBlank(ctx, sandbox.Spec{Owner: "w1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestJournalHostNamesThreads(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	fake := sandboxtest.NewFake()
-	blank, _ := fake.CreateBlank(ctx, "w1", sandbox.Limits{})
+	blank, _ := fake.CreateBlank(ctx, sandbox.Spec{Owner: "w1"})
 	if err := blank.Assign(ctx, "acme", "t9"); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestJournalConcurrentWritersKeepLines(t *testing.T) {
 		rt := j.Runtime(fake)
 		for range 8 {
 			wg.Go(func() {
-				sb, err := rt.CreateBlank(ctx, "w", sandbox.Limits{})
+				sb, err := rt.CreateBlank(ctx, sandbox.Spec{Owner: "w"})
 				if err != nil {
 					t.Error(err)
 					return
@@ -223,7 +223,7 @@ func TestJournalWriteErrorReported(t *testing.T) {
 	j := journal.New(filepath.Join(t.TempDir(), "missing", "j.jsonl"), "w1")
 	var got error
 	j.OnError = func(err error) { got = err }
-	if _, err := j.Runtime(sandboxtest.NewFake()).CreateBlank(context.Background(), "w1", sandbox.Limits{}); err != nil {
+	if _, err := j.Runtime(sandboxtest.NewFake()).CreateBlank(context.Background(), sandbox.Spec{Owner: "w1"}); err != nil {
 		t.Fatal(err)
 	}
 	if got == nil || !errors.Is(got, os.ErrNotExist) {

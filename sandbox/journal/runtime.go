@@ -36,9 +36,9 @@ func (r *runtime) Find(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox,
 	return r.j.wrap(p, sb, err)
 }
 
-func (r *runtime) CreateBlank(ctx context.Context, owner string, limits sandbox.Limits) (sandbox.Sandbox, error) {
+func (r *runtime) CreateBlank(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
 	p := r.j.begin(Entry{Op: OpCreateBlank})
-	sb, err := r.rt.CreateBlank(ctx, owner, limits)
+	sb, err := r.rt.CreateBlank(ctx, spec)
 	return r.j.wrap(p, sb, err)
 }
 

@@ -106,9 +106,9 @@ func (f *Fake) Create(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, er
 	return f.create(spec, false)
 }
 
-// CreateBlank starts a sandbox for a warm pool.
-func (f *Fake) CreateBlank(_ context.Context, owner string, limits sandbox.Limits) (sandbox.Sandbox, error) {
-	return f.create(sandbox.Spec{Owner: owner, Limits: limits, Preload: true}, true)
+// CreateBlank starts a sandbox for a warm pool, of spec's Owner, Image and Limits.
+func (f *Fake) CreateBlank(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	return f.create(sandbox.Spec{Owner: spec.Owner, Image: spec.Image, Limits: spec.Limits, Preload: true}, true)
 }
 
 func (f *Fake) create(spec sandbox.Spec, blank bool) (sandbox.Sandbox, error) {

@@ -133,7 +133,7 @@ func testFindNone(t *testing.T, rt Runtime) {
 // the thread, and the only one the thread can have.
 func testBlankAssign(t *testing.T, rt Runtime) {
 	ctx := context.Background()
-	blank, err := rt.CreateBlank(ctx, "w1", sandbox.Limits{})
+	blank, err := rt.CreateBlank(ctx, sandbox.Spec{Owner: "w1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func testBlankAssign(t *testing.T, rt Runtime) {
 		}
 		t.Fatalf("second sandbox for the thread: %v, want ErrExists", err)
 	}
-	other, err := rt.CreateBlank(ctx, "w1", sandbox.Limits{})
+	other, err := rt.CreateBlank(ctx, sandbox.Spec{Owner: "w1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func testCount(t *testing.T, rt Runtime) {
 	}
 	th := create(t, rt, threadSpec(t, "acme"))
 	create(t, rt, sandbox.Spec{Tenant: "acme", Owner: "w1"}) // a one-off
-	blank, err := rt.CreateBlank(ctx, "w1", sandbox.Limits{})
+	blank, err := rt.CreateBlank(ctx, sandbox.Spec{Owner: "w1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func testListOpen(t *testing.T, rt Runtime) {
 	if err := th.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
-	blank, err := rt.CreateBlank(ctx, "w2", sandbox.Limits{})
+	blank, err := rt.CreateBlank(ctx, sandbox.Spec{Owner: "w2"})
 	if err != nil {
 		t.Fatal(err)
 	}
