@@ -108,3 +108,24 @@ func (r *Runner) fillLoop(ctx context.Context, p *pool) {
 		}
 	}
 }
+
+// PoolLevel is how full one of a worker's pools is.
+type PoolLevel struct {
+	Profile     string
+	Kind        string // "warm" (blank sandboxes for new threads) or "one-off"
+	Ready, Size int
+}
+
+// PoolLevels reports every pool's level, for an operator's tooling and for tests
+// that must know a pool is full before they take from it.
+func (r *Runner) PoolLevels() []PoolLevel {
+	var levels []PoolLevel
+	for _, pools := range []map[string]*pool{r.warmPools, r.oneOffPools} {
+		for _, p := range pools {
+			p.mu.Lock()
+			levels = append(levels, PoolLevel{Profile: p.profile, Kind: p.kind, Ready: len(p.ready), Size: p.size})
+			p.mu.Unlock()
+		}
+	}
+	return levels
+}
