@@ -35,16 +35,16 @@ down: ## stop the stack and remove its sandboxes (data volumes are kept)
 logs:
 	$(COMPOSE) logs -f
 
-test: images clean-test runsc ## all tests, with the race detector; then the sandbox suite again under gVisor
+test: images clean-test runsc ## all tests, with the race detector; then the sandbox and end-to-end suites again under gVisor
 	go vet ./...
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	go test -race -count=1 -timeout 20m ./...
-	$(RUNSC_SANDBOX_TEST)
+	$(RUNSC_TEST)
 
 runsc: ## install gVisor (runsc) and register it with Docker (root; idempotent, quick when done)
 	deploy/runsc.sh
 
-test-runsc: images clean-test runsc ## the sandbox conformance and end-to-end suites with sandboxes under gVisor
+test-runsc: images clean-test runsc ## the second half of make test alone: the sandbox and end-to-end suites under gVisor
 	$(RUNSC_TEST)
 
 # The packages whose tests run real sandboxes, run again with CODEINTERP_SANDBOX_RUNTIME=runsc.
@@ -55,10 +55,6 @@ test-runsc: images clean-test runsc ## the sandbox conformance and end-to-end su
 # the fork-bomb test, whose Python fork bomb reaches the memory limit first.
 RUNSC_SKIP = ^(TestDockerConformance|TestOneOffOutcomes)$$/^(OutOfMemory|ForkBomb|oom)$$
 RUNSC_TEST = CODEINTERP_SANDBOX_RUNTIME=runsc go test -race -count=1 -timeout 40m -skip '$(RUNSC_SKIP)' ./sandbox/docker/ ./internal/e2e/
-# `make test` runs the sandbox suites under gVisor. The end-to-end suite under gVisor
-# (`make test-runsc`) takes ~27 min on two cores and its timing-bound tests fail there
-# when the machine is busy (docs/DESIGN.md, "Sandbox edges and gVisor").
-RUNSC_SANDBOX_TEST = CODEINTERP_SANDBOX_RUNTIME=runsc go test -race -count=1 -timeout 40m -skip '$(RUNSC_SKIP)' ./sandbox/docker/
 
 clean-test: # containers and volumes left by an interrupted test run (one already going is fine)
 	@ids=$$(docker ps -aq --filter label=codeinterp.install=citest; docker ps -aq --filter name=citest-); \

@@ -446,9 +446,19 @@ def prepare_matplotlib():
 
 def preload():
     """Imports what most code needs, so a warm kernel answers without paying for it."""
+    import io
+
     import numpy  # noqa: F401
-    import pandas  # noqa: F401
-    import matplotlib.pyplot  # noqa: F401
+    import pandas
+    import matplotlib.pyplot as plt
+
+    # One small chart drawn and saved: the fonts (the CJK fallback included), the text
+    # layout and the PNG writer are loaded once here, not again in each run (measured:
+    # a pandas bar chart saved to PNG took ~190 ms in a fresh fork, ~100 ms after this).
+    fig, ax = plt.subplots()
+    pandas.Series([1, 2], index=["a", "b"]).plot.bar(ax=ax, title="warm-up")
+    fig.savefig(io.BytesIO(), format="png")
+    plt.close(fig)
 
 
 def main(requests=None, ready=None):
