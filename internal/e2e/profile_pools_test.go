@@ -2,7 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,33 +13,26 @@ import (
 	"github.com/codeinterp/codeinterp/sandbox/docker"
 )
 
-// whereAmI prints the sandbox's host name (its container's short id) and memory limit.
-const whereAmI = `import json, os, socket
-for p in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-    if os.path.exists(p):
-        limit = int(open(p).read().strip())
-        break
-print(json.dumps({"host": socket.gethostname(), "limit": limit}))`
-
+// place is where a run ran: its sandbox's host name (its container's short id) and
+// the container's memory limit, as the engine says.
 type place struct {
-	Host  string `json:"host"`
-	Limit int64  `json:"limit"`
+	Host  string
+	Limit string
 }
 
 func (s *stack) whereAmI(t *testing.T, key string, req map[string]any) place {
 	t.Helper()
-	req["code"] = whereAmI
+	req["code"] = memoryLimit
 	id := s.submit(t, key, req)
 	var ex execution
 	eventually(t, 2*time.Minute, "execution "+id+" ends", func() bool {
 		s.callAs(t, key, "GET", "/v1/executions/"+id+"?wait=30s", nil, &ex)
 		return ex.Status != "queued" && ex.Status != "running"
 	})
-	var p place
-	if ex.Status != "succeeded" || json.Unmarshal([]byte(ex.Stdout), &p) != nil {
+	if ex.Status != "succeeded" {
 		t.Fatalf("%v: %s %q %+v", req, ex.Status, ex.Stdout, ex.Error)
 	}
-	return p
+	return place{Host: strings.TrimSpace(ex.Stdout), Limit: s.limitOf(t, ex.Stdout)}
 }
 
 // runningHosts returns the short ids (a container's host name) of the prefix's
@@ -64,7 +58,7 @@ func (s *stack) runningHosts(t *testing.T) map[string]bool {
 // one-offs, never another tenant.
 func TestProfilePools(t *testing.T) {
 	t.Parallel()
-	const small = 200 << 20
+	small := strconv.Itoa(200 << 20)
 	s := newStack(t, stackOptions{recycle: true, concurrency: 1, env: map[string]string{
 		// The default profile has no pools here (the harness's 0): only small's fill.
 		"CODEINTERP_PROFILES":        "small:memory_mb=200,oneoff_pool=1,warm_pool=1",
@@ -87,7 +81,7 @@ func TestProfilePools(t *testing.T) {
 
 	oneOff := s.whereAmI(t, "key-a", map[string]any{"profile": "small"})
 	if !pooled[oneOff.Host] || oneOff.Limit != small {
-		t.Fatalf("small one-off ran in %+v, not in a pooled sandbox of %d bytes (pooled: %v)", oneOff, small, pooled)
+		t.Fatalf("small one-off ran in %+v, not in a pooled sandbox of %s bytes (pooled: %v)", oneOff, small, pooled)
 	}
 	thread := s.whereAmI(t, "key-a", map[string]any{"profile": "small", "thread_id": "pooled"})
 	if !pooled[thread.Host] || thread.Host == oneOff.Host || thread.Limit != small {
@@ -96,7 +90,7 @@ func TestProfilePools(t *testing.T) {
 	if again := s.whereAmI(t, "key-a", map[string]any{"profile": "small"}); again.Host != oneOff.Host {
 		t.Fatalf("acme's next small one-off ran in %s, not in its recycled %s", again.Host, oneOff.Host)
 	}
-	if def := s.whereAmI(t, "key-a", map[string]any{}); def.Host == oneOff.Host || def.Limit != 512<<20 {
+	if def := s.whereAmI(t, "key-a", map[string]any{}); def.Host == oneOff.Host || def.Limit != strconv.Itoa(512<<20) {
 		t.Fatalf("acme's default one-off ran in %+v (its small recycled sandbox: %s)", def, oneOff.Host)
 	}
 	if other := s.whereAmI(t, "key-b", map[string]any{"profile": "small"}); other.Host == oneOff.Host || other.Limit != small {

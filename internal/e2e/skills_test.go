@@ -182,7 +182,7 @@ func TestSkillsUploadOneOffListDelete(t *testing.T) {
 	}
 
 	ex := s.runSkill(t, "key-a", map[string]any{"skills": []string{"report@1"}, "language": "bash",
-		"code": "cat skills/report/README.md skills/report/data/q.csv; cp skills/report/README.md outputs/copy.md; ls outputs"})
+		"code": "cat skills/report/README.md skills/report/data/q.csv; cp skills/report/README.md outputs/copy.md; (cd outputs && printf '%s\\n' *)"})
 	if ex.Status != "succeeded" || ex.Stdout != "version one\na,b\ncopy.md\n" || !slices.Equal(ex.Skills, []string{"report@1"}) {
 		t.Fatalf("one-off with report@1: %s %q %+v skills %q", ex.Status, ex.Stdout, ex.Error, ex.Skills)
 	}
@@ -285,7 +285,7 @@ open('notes.txt', 'w').write('mine')`})
 	if ex.Stdout != "tools v1\n" {
 		t.Fatalf("not named again: %q, want the version the thread resolved", ex.Stdout)
 	}
-	ex = s.runSkill(t, "key-a", map[string]any{"thread_id": "skt", "skills": []string{"tools"}, "language": "bash", "code": "cat skills/tools/README.md; ls skills/tools"})
+	ex = s.runSkill(t, "key-a", map[string]any{"thread_id": "skt", "skills": []string{"tools"}, "language": "bash", "code": "cat skills/tools/README.md; (cd skills/tools && printf '%s\\n' *)"})
 	if ex.Status != "succeeded" || ex.Stdout != "tools v2\nREADME.md\n" || !slices.Equal(ex.Skills, []string{"tools@2"}) {
 		t.Fatalf("named again: %s %q skills %q", ex.Status, ex.Stdout, ex.Skills)
 	}
