@@ -6,12 +6,14 @@ process, in one persistent namespace, so state survives between executions.
 
 Requests:  {"op": "exec", "id", "language": "python"|"bash"|"javascript", "code", "env": {}}
            {"op": "interrupt", "id"}
+           {"op": "put", "id", "tar": base64}         (a one-off's inputs, before its code)
            {"op": "wipe", "id"}                      (zygote mode only: see zygote.py)
 Events:    {"ev": "ready", "pid", "python"}
            {"ev": "stream", "id", "name": "stdout"|"stderr", "text"}
            {"ev": "result", "id", "type": "text/plain"|"text/html"|"image/png", "text"|"file"}
            {"ev": "done", "id", "status": "ok"|"error", "exit_code", "error", "outputs",
             "workspace": [[path, size, mtime_ms], ...], "skipped": {reason: count}, "cpu_ms"}
+           {"ev": "put", "id", "ok", "written", "failed", "errors", "reason"}
            {"ev": "wiped", "id", "ok", "reason"}    (zygote mode only)
 
 cpu_ms is the CPU time (user + system) the run used: this process's and that of the
@@ -437,6 +439,25 @@ def read_requests(inbox):
     inbox.put(None)  # the worker closed stdin: exit
 
 
+def put(req):
+    """Writes files into the workspace before a one-off's code runs: the tar archive
+    (base64) the file helper would get, unpacked by the same code, as the same user.
+    One request on the stream instead of a docker exec (sandbox/docker putinline.go)."""
+    import base64
+    import io
+
+    try:
+        archive = base64.b64decode(req.get("tar") or "", validate=True)
+        old = os.umask(0)  # each file gets the mode the archive gives it, as in the helper
+        try:
+            res = fsop.write_tar(io.BytesIO(archive))
+        finally:
+            os.umask(old)
+        emit(ev="put", id=req.get("id"), ok=True, **res)
+    except Exception as e:  # a bad archive: said, and the kernel goes on
+        emit(ev="put", id=req.get("id"), ok=False, reason="%s: %s" % (type(e).__name__, e))
+
+
 def prepare_matplotlib():
     # matplotlib wants a writable config dir; seed it with the font cache built into the image.
     cache = os.environ.get("MPLCONFIGDIR")
@@ -504,6 +525,8 @@ def main(requests=None, ready=None):
         if req.get("op") == "exec":
             results = Results(req.get("id"))
             execute(req, pumps, results)
+        elif req.get("op") == "put":
+            put(req)
 
 
 if __name__ == "__main__":

@@ -430,27 +430,38 @@ class Writer:
 
 def write():
     import json
-    import tarfile
 
     os.umask(0)  # each file gets the mode the archive gives it, without a chmod
+    print(json.dumps(write_tar(sys.stdin.buffer)))
+
+
+def write_tar(fileobj):
+    """Unpacks the tar stream fileobj into the workspace (see Writer) and says what
+    was written and what failed. The kernel calls it too, for a one-off's inputs."""
+    import tarfile
+
     w = Writer(open_root())
-    with tarfile.open(fileobj=sys.stdin.buffer, mode="r|") as tar:
-        for m in tar:
-            try:
-                w.add(tar, m)
-            except BadPath:
-                w.fail(m.name, "not a clean workspace path")
-            except IsADirectoryError:
-                w.fail(m.name, "a directory is in the way")
-            except OSError as e:
-                if e.errno in (errno.ENOTDIR, errno.ELOOP):
-                    w.fail(m.name, "a parent is a file or a symbolic link (links are never followed)")
-                else:
-                    w.fail(m.name, e.strerror or str(e))
-            except ValueError as e:
-                w.fail(m.name, str(e))
-    w.finish()
-    print(json.dumps({"written": w.written, "failed": w.failed, "errors": w.errors}))
+    try:
+        with tarfile.open(fileobj=fileobj, mode="r|") as tar:
+            for m in tar:
+                try:
+                    w.add(tar, m)
+                except BadPath:
+                    w.fail(m.name, "not a clean workspace path")
+                except IsADirectoryError:
+                    w.fail(m.name, "a directory is in the way")
+                except OSError as e:
+                    if e.errno in (errno.ENOTDIR, errno.ELOOP):
+                        w.fail(m.name, "a parent is a file or a symbolic link (links are never followed)")
+                    else:
+                        w.fail(m.name, e.strerror or str(e))
+                except ValueError as e:
+                    w.fail(m.name, str(e))
+        w.finish()
+    finally:
+        w.close()
+        os.close(w.root)
+    return {"written": w.written, "failed": w.failed, "errors": w.errors}
 
 
 # ---- skills (as the keeper user) -----------------------------------------------------

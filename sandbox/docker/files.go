@@ -37,6 +37,9 @@ func (s *Sandbox) PutFiles(ctx context.Context, files []sandbox.File) error {
 		}
 		files[i].Name = clean
 	}
+	if done, err := s.putInline(ctx, files); done {
+		return err
+	}
 	if err := s.resume(ctx); err != nil {
 		return err
 	}

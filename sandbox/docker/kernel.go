@@ -39,8 +39,10 @@ type wireEvent struct {
 	Workspace []listingEntry     `json:"workspace"`
 	Skipped   map[string]wireInt `json:"skipped"`
 	CPUMS     float64            `json:"cpu_ms"`
-	OK        bool               `json:"ok"`     // wiped
-	Reason    string             `json:"reason"` // wiped, when not OK
+	OK        bool               `json:"ok"`     // wiped, put
+	Reason    string             `json:"reason"` // wiped, put: when not OK
+	Failed    wireInt            `json:"failed"` // put: entries not written
+	Errors    []string           `json:"errors"` // put: the first few, "path: why"
 }
 
 // wireInt is a number the kernel sent: anything else is 0 and a number is clamped to
@@ -82,6 +84,7 @@ type wireRequest struct {
 	Language string            `json:"language,omitempty"`
 	Code     string            `json:"code,omitempty"`
 	Env      map[string]string `json:"env,omitempty"`
+	Tar      []byte            `json:"tar,omitempty"` // put: a tar archive, base64 on the wire
 }
 
 // kernel is a running driver process, attached through a `docker exec` stream.

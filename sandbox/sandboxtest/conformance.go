@@ -52,6 +52,12 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 		{"BigBash", testBigBash},
 		{"ForgedEvents", testForgedEvents},
 		{"WipeLeavesNothing", testWipeLeavesNothing},
+		// A one-off's sandbox may take files another way (Docker: through its kernel).
+		{"Recyclable/InputAndOutputFiles", func(t *testing.T, b bundle) { testFiles(t, b.recyclable()) }},
+		{"Recyclable/PathTraversalRejected", func(t *testing.T, b bundle) { testTraversal(t, b.recyclable()) }},
+		{"Recyclable/LinkedParentWrite", func(t *testing.T, b bundle) { testLinkedParentWrite(t, b.recyclable()) }},
+		{"Recyclable/FileModes", func(t *testing.T, b bundle) { testFileModes(t, b.recyclable()) }},
+		{"FileModes", testFileModes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -60,10 +66,19 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 	}
 }
 
-type bundle struct{ newSandbox NewFunc }
+type bundle struct {
+	newSandbox NewFunc
+	oneOff     bool // sandboxes are recyclable one-off ones, not a thread's
+}
+
+// recyclable returns b making recyclable one-off sandboxes (sandbox.Spec.Recyclable).
+func (b bundle) recyclable() bundle { b.oneOff = true; return b }
 
 func (b bundle) sandbox(t *testing.T, mods ...func(*sandbox.Spec)) sandbox.Sandbox {
 	spec := sandbox.Spec{Tenant: "conformance", Thread: strings.ReplaceAll(t.Name(), "/", "-")}
+	if b.oneOff {
+		spec.Thread, spec.Recyclable = "", true
+	}
 	for _, m := range mods {
 		m(&spec)
 	}

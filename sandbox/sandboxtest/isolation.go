@@ -84,6 +84,22 @@ open("scratch.txt", "w").write("not an output")`))
 	}
 }
 
+// Files put in are 0644, and putting them leaves the code's umask alone: a file the
+// code makes afterwards has the usual mode too.
+func testFileModes(t *testing.T, b bundle) {
+	sb := b.sandbox(t)
+	if err := sb.PutFiles(context.Background(), []sandbox.File{{Name: "in/data.txt", Size: 1, Body: strings.NewReader("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, sb, py(`import os
+open("mine.txt", "w").close()
+os.mkdir("mydir")
+print(oct(os.stat("in/data.txt").st_mode & 0o777), oct(os.stat("mine.txt").st_mode & 0o777), oct(os.stat("mydir").st_mode & 0o777))`))
+	if out.Stdout != "0o644 0o644 0o755\n" {
+		t.Fatalf("modes (input, code's file, code's dir): %q %+v", out.Stdout, out.Error)
+	}
+}
+
 func testSymlink(t *testing.T, b bundle) {
 	sb := b.sandbox(t)
 	out := run(t, sb, py(`import os

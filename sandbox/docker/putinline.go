@@ -1,0 +1,84 @@
+package docker
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/codeinterp/codeinterp/sandbox"
+)
+
+// inlinePutMax is the most input a recyclable sandbox takes through its kernel's
+// stream rather than a file helper's `docker exec`: small enough to hold in memory,
+// large enough for the CSV a one-off usually gets. An exec costs ~60–100 ms, and a
+// one-off's inputs are the only thing between its pickup and its code.
+const inlinePutMax = 1 << 20
+
+// putTimeout bounds writing inputs through the kernel: a megabyte into a tmpfs.
+const putTimeout = 30 * time.Second
+
+// putInline writes files through the kernel of a recyclable sandbox, if it has one
+// and they are small: one "put" request on the kernel's stream carrying the same tar
+// archive the file helper would get, unpacked by the same code (fsop.Writer: no link
+// followed in any component) in the kernel, which runs as the same user as the
+// helper, so nothing is trusted more than with an exec. The zygote forwards the
+// request to its child, the interpreter the next code runs in. done reports whether
+// it was taken this way; if not, the caller uses the helper.
+func (s *Sandbox) putInline(ctx context.Context, files []sandbox.File) (done bool, err error) {
+	var size int64
+	for _, f := range files {
+		size += f.Size
+	}
+	if !s.spec.Recyclable || size > inlinePutMax {
+		return false, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.kernel
+	if k == nil {
+		return false, nil // the helper works without a kernel
+	}
+	if _, err := s.resumeLocked(ctx); err != nil {
+		return true, err
+	}
+	var archive bytes.Buffer
+	if err := writeTar(&archive, files); err != nil {
+		return true, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, putTimeout)
+	defer cancel()
+	id := "put-" + randomHex(12)
+	if err := k.send(wireRequest{Op: "put", ID: id, Tar: archive.Bytes()}); err != nil {
+		return true, fmt.Errorf("copy files into %s: %w", s.name, err)
+	}
+	for {
+		select {
+		case ev, ok := <-k.events:
+			if !ok {
+				k.close()
+				s.kernel = nil
+				return true, fmt.Errorf("copy files into %s: the kernel ended: %s", s.name, k.diagnostics())
+			}
+			if ev.Ev != "put" || ev.ID != id {
+				continue // a forgery: the id is random
+			}
+			switch {
+			case !ev.OK:
+				why := sandbox.BoundNotes([]string{cmp.Or(ev.Reason, "the kernel failed")})[0]
+				return true, fmt.Errorf("copy files into %s: %s", s.name, why)
+			case ev.Failed > 0:
+				errs := sandbox.BoundNotes(ev.Errors) // as untrusted as the code
+				if len(errs) == 0 {
+					errs = []string{fmt.Sprintf("%d entries not written", ev.Failed)}
+				}
+				return true, fmt.Errorf("%w: %s", sandbox.ErrBadPath, strings.Join(errs, "; "))
+			}
+			return true, nil
+		case <-ctx.Done():
+			return true, fmt.Errorf("copy files into %s: %w", s.name, ctx.Err())
+		}
+	}
+}
