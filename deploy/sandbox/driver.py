@@ -56,7 +56,10 @@ SYNC = b"\x00\x1bcodeinterp-sync\x1b\x00"
 # The protocol channels are private duplicates of the original descriptors; the user's
 # code gets /dev/null as stdin and capture pipes as stdout and stderr.
 _proto = os.fdopen(os.dup(1), "wb", buffering=0)
-_requests = os.fdopen(os.dup(0), "rb", buffering=0)
+# Buffered: read_requests reads whole lines, and an unbuffered file reads a line one
+# byte (one system call) at a time, ~1 ms per KiB of code or inputs (more under gVisor).
+# The zygote reads the descriptor itself, with os.read, never through this buffer.
+_requests = os.fdopen(os.dup(0), "rb")
 _emit_lock = threading.Lock()
 
 
@@ -512,8 +515,8 @@ def main(requests=None, ready=None):
             results.display(v)
 
     NAMESPACE["display"] = display
-    if os.environ.get("CODEINTERP_PRELOAD") == "1":
-        preload()
+    if os.environ.get("CODEINTERP_PRELOAD") == "1" and not State.zygote_child:
+        preload()  # a zygote's child has it all from the zygote: its warm-up chart is not free
 
     inbox = queue.Queue()
     threading.Thread(target=read_requests, args=(inbox,), daemon=True).start()

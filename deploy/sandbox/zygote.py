@@ -105,7 +105,7 @@ def spawn(driver, keep_out):
             os.close(fd)
         driver._requests.close()  # the worker's requests are the zygote's alone
         set_dumpable(True)
-        driver.main(os.fdopen(r, "rb", buffering=0), ready_w)
+        driver.main(os.fdopen(r, "rb"), ready_w)  # buffered: see driver._requests
         code = 0
     except BaseException:
         code = 70
