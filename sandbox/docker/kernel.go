@@ -219,6 +219,32 @@ func (k *kernel) send(req wireRequest) error {
 	return nil
 }
 
+// askLocked sends req to the sandbox's kernel, between runs, and returns its answer:
+// the first event of type answer carrying req's id, which is random, so the code,
+// which shares the kernel's output, cannot answer in its stead. Other events (what
+// the code wrote after its run, or forgeries) are skipped. A kernel that ends is
+// dropped from the sandbox. The caller holds s.mu.
+func (s *Sandbox) askLocked(ctx context.Context, k *kernel, req wireRequest, answer string) (wireEvent, error) {
+	if err := k.send(req); err != nil {
+		return wireEvent{}, err
+	}
+	for {
+		select {
+		case ev, ok := <-k.events:
+			if !ok {
+				k.close()
+				s.kernel = nil
+				return wireEvent{}, fmt.Errorf("the kernel ended: %s", k.diagnostics())
+			}
+			if ev.Ev == answer && ev.ID == req.ID {
+				return ev, nil
+			}
+		case <-ctx.Done():
+			return wireEvent{}, ctx.Err()
+		}
+	}
+}
+
 func (k *kernel) noteDiag(s string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -50,35 +50,19 @@ func (s *Sandbox) putInline(ctx context.Context, files []sandbox.File) (done boo
 	}
 	ctx, cancel := context.WithTimeout(ctx, putTimeout)
 	defer cancel()
-	id := "put-" + randomHex(12)
-	if err := k.send(wireRequest{Op: "put", ID: id, Tar: archive.Bytes()}); err != nil {
+	ev, err := s.askLocked(ctx, k, wireRequest{Op: "put", ID: "put-" + randomHex(12), Tar: archive.Bytes()}, "put")
+	switch {
+	case err != nil:
 		return true, fmt.Errorf("copy files into %s: %w", s.name, err)
-	}
-	for {
-		select {
-		case ev, ok := <-k.events:
-			if !ok {
-				k.close()
-				s.kernel = nil
-				return true, fmt.Errorf("copy files into %s: the kernel ended: %s", s.name, k.diagnostics())
-			}
-			if ev.Ev != "put" || ev.ID != id {
-				continue // a forgery: the id is random
-			}
-			switch {
-			case !ev.OK:
-				why := sandbox.BoundNotes([]string{cmp.Or(ev.Reason, "the kernel failed")})[0]
-				return true, fmt.Errorf("copy files into %s: %s", s.name, why)
-			case ev.Failed > 0:
-				errs := sandbox.BoundNotes(ev.Errors) // as untrusted as the code
-				if len(errs) == 0 {
-					errs = []string{fmt.Sprintf("%d entries not written", ev.Failed)}
-				}
-				return true, fmt.Errorf("%w: %s", sandbox.ErrBadPath, strings.Join(errs, "; "))
-			}
-			return true, nil
-		case <-ctx.Done():
-			return true, fmt.Errorf("copy files into %s: %w", s.name, ctx.Err())
+	case !ev.OK:
+		why := sandbox.BoundNotes([]string{cmp.Or(ev.Reason, "the kernel failed")})[0]
+		return true, fmt.Errorf("copy files into %s: %s", s.name, why)
+	case ev.Failed > 0:
+		errs := sandbox.BoundNotes(ev.Errors) // as untrusted as the code
+		if len(errs) == 0 {
+			errs = []string{fmt.Sprintf("%d entries not written", ev.Failed)}
 		}
+		return true, fmt.Errorf("%w: %s", sandbox.ErrBadPath, strings.Join(errs, "; "))
 	}
+	return true, nil
 }

@@ -38,28 +38,13 @@ func (s *Sandbox) Wipe(ctx context.Context) error {
 	if err := s.clearSkillsLocked(ctx); err != nil {
 		return err
 	}
-	id := "wipe-" + randomHex(12)
-	if err := k.send(wireRequest{Op: "wipe", ID: id}); err != nil {
+	ev, err := s.askLocked(ctx, k, wireRequest{Op: "wipe", ID: "wipe-" + randomHex(12)}, "wiped")
+	switch {
+	case err != nil:
 		return fmt.Errorf("wipe %s: %w", s.name, err)
+	case !ev.OK:
+		return fmt.Errorf("wipe %s: %s", s.name, ev.Reason)
 	}
-	for {
-		select {
-		case ev, ok := <-k.events:
-			if !ok {
-				k.close()
-				s.kernel = nil
-				return fmt.Errorf("wipe %s: the kernel ended: %s", s.name, k.diagnostics())
-			}
-			if ev.Ev != "wiped" || ev.ID != id {
-				continue // what the code wrote after its run, or a forgery
-			}
-			if !ev.OK {
-				return fmt.Errorf("wipe %s: %s", s.name, ev.Reason)
-			}
-			s.restartPending = false
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("wipe %s: %w", s.name, ctx.Err())
-		}
-	}
+	s.restartPending = false
+	return nil
 }
