@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 
@@ -26,7 +27,7 @@ func (s *Sandbox) Pause(ctx context.Context) error {
 	if err := s.checkFence(ctx); err != nil {
 		return err
 	}
-	if err := s.d.cli.ContainerPause(ctx, s.id); err != nil {
+	if err := s.engineRetry(ctx, "is already paused", func() error { return s.d.cli.ContainerPause(ctx, s.id) }); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", s.name, err)
 	}
 	s.paused = true
@@ -44,11 +45,38 @@ func (s *Sandbox) resumeLocked(ctx context.Context) (bool, error) {
 	if !s.paused {
 		return false, nil
 	}
-	if err := s.d.cli.ContainerUnpause(ctx, s.id); err != nil {
+	if err := s.engineRetry(ctx, "is not paused", func() error { return s.d.cli.ContainerUnpause(ctx, s.id) }); err != nil {
 		return false, fmt.Errorf("resume sandbox %s: %w", s.name, err)
 	}
 	s.paused = false
 	return true, nil
+}
+
+// staleStateFor bounds how long a pause or an unpause waits for the engine's record
+// of the container's state to catch up (see engineRetry).
+const staleStateFor = 5 * time.Second
+
+// engineRetry runs a pause or an unpause, retrying while the engine answers with
+// stale, its "already paused" or "not paused" conflict. The engine marks a container
+// paused both when it pauses it and when containerd's pause event arrives, which
+// may be after a quick unpause: for a moment it calls a running container paused,
+// until the resume event puts it right (seen under gVisor, whose events lag). This
+// sandbox's own flag, kept under s.mu, is the truth: nobody else pauses it.
+func (s *Sandbox) engineRetry(ctx context.Context, stale string, op func() error) error {
+	deadline := time.Now().Add(staleStateFor)
+	wait := 5 * time.Millisecond
+	for {
+		err := op()
+		if err == nil || !strings.Contains(err.Error(), stale) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+			wait = min(2*wait, 200*time.Millisecond)
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
 
 // Snapshot streams the workspace as a tar archive whose paths are relative to

@@ -17,6 +17,16 @@ func testPauseResume(t *testing.T, b bundle) {
 	if resumed, err := sb.Resume(ctx); err != nil || !resumed {
 		t.Fatalf("Resume = %v, %v; want true", resumed, err)
 	}
+	// Back-to-back cycles, as a worker's idle pause can follow a resume for a file
+	// read: the engine's own record of the state must not trip them up.
+	for i := range 10 {
+		if err := sb.Pause(ctx); err != nil {
+			t.Fatalf("pause %d: %v", i, err)
+		}
+		if resumed, err := sb.Resume(ctx); err != nil || !resumed {
+			t.Fatalf("resume %d = %v, %v; want true", i, resumed, err)
+		}
+	}
 	if err := sb.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
