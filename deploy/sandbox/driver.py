@@ -7,6 +7,7 @@ process, in one persistent namespace, so state survives between executions.
 Requests:  {"op": "exec", "id", "language": "python"|"bash"|"javascript", "code", "env": {}}
            {"op": "interrupt", "id"}
            {"op": "put", "id", "tar": base64}         (a one-off's inputs, before its code)
+           {"op": "get", "id", "names", "each", "total", "max"}  (a one-off's outputs, after)
            {"op": "wipe", "id"}                      (zygote mode only: see zygote.py)
 Events:    {"ev": "ready", "pid", "python"}
            {"ev": "stream", "id", "name": "stdout"|"stderr", "text"}
@@ -14,6 +15,7 @@ Events:    {"ev": "ready", "pid", "python"}
            {"ev": "done", "id", "status": "ok"|"error", "exit_code", "error", "outputs",
             "workspace": [[path, size, mtime_ms], ...], "skipped": {reason: count}, "cpu_ms"}
            {"ev": "put", "id", "ok", "written", "failed", "errors", "reason"}
+           {"ev": "got", "id", "ok", "tar": base64, "reason"}
            {"ev": "wiped", "id", "ok", "reason"}    (zygote mode only)
 
 cpu_ms is the CPU time (user + system) the run used: this process's and that of the
@@ -445,20 +447,46 @@ def read_requests(inbox):
 def put(req):
     """Writes files into the workspace before a one-off's code runs: the tar archive
     (base64) the file helper would get, unpacked by the same code, as the same user.
-    One request on the stream instead of a docker exec (sandbox/docker putinline.go)."""
+    One request on the stream instead of a docker exec (sandbox/docker/inline.go)."""
     import base64
     import io
 
     try:
         archive = base64.b64decode(req.get("tar") or "", validate=True)
-        old = os.umask(0)  # each file gets the mode the archive gives it, as in the helper
-        try:
-            res = fsop.write_tar(io.BytesIO(archive))
-        finally:
-            os.umask(old)
+        res = fsop.write_tar(io.BytesIO(archive))
         emit(ev="put", id=req.get("id"), ok=True, **res)
     except Exception as e:  # a bad archive: said, and the kernel goes on
         emit(ev="put", id=req.get("id"), ok=False, reason="%s: %s" % (type(e).__name__, e))
+
+
+class TooLarge(Exception):
+    pass
+
+
+def get(req):
+    """Reads a one-off's outputs after its code: the tar stream the file helper would
+    send (fsop.read_tar, the same code, as the same user), base64 in one event. One
+    request on the stream instead of a docker exec (sandbox/docker/inline.go). An
+    answer past req["max"] bytes is not sent ("toolarge"): the worker asks the helper."""
+    import base64
+    import io
+
+    try:
+        names = [n for n in req.get("names") or [] if isinstance(n, str)]
+        each, total, cap = (int(req.get(k) or 0) for k in ("each", "total", "max"))
+        buf = io.BytesIO()
+
+        def write(data):
+            if buf.tell() + len(data) > cap:
+                raise TooLarge()
+            buf.write(data)
+
+        fsop.read_tar(names, each, total, write)
+        emit(ev="got", id=req.get("id"), ok=True, tar=base64.b64encode(buf.getvalue()).decode("ascii"))
+    except TooLarge:
+        emit(ev="got", id=req.get("id"), ok=False, reason="toolarge")
+    except Exception as e:  # said, and the worker asks the helper; the kernel goes on
+        emit(ev="got", id=req.get("id"), ok=False, reason="%s: %s" % (type(e).__name__, e))
 
 
 def prepare_matplotlib():
@@ -530,6 +558,8 @@ def main(requests=None, ready=None):
             execute(req, pumps, results)
         elif req.get("op") == "put":
             put(req)
+        elif req.get("op") == "get":
+            get(req)
 
 
 if __name__ == "__main__":

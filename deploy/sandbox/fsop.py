@@ -262,15 +262,15 @@ def write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
-def copy_exactly(src, dst, size):
-    """Copies size bytes of src: a file that shrank meanwhile is padded with zeros, and
-    one that grew is cut, so the entry is exactly as long as its header says."""
+def copy_exactly(src, write, size):
+    """Copies size bytes of src to write: a file that shrank meanwhile is padded with
+    zeros, and one that grew is cut, so the entry is exactly as long as its header says."""
     left = size
     while left:
         data = os.read(src, min(left, 1 << 20)) or bytes(min(left, 1 << 20))
-        write_all(dst, data)
+        write(data)
         left -= len(data)
-    write_all(dst, bytes(-size % 512))
+    write(bytes(-size % 512))
 
 
 def open_file(root, path):
@@ -305,24 +305,35 @@ def open_file(root, path):
 
 
 def read(each, total):
-    root = open_root()
+    out = sys.stdout.fileno()
     names = [os.fsdecode(n) for n in sys.stdin.buffer.read().split(b"\0") if n]
-    out, sent = sys.stdout.fileno(), 0
-    for i, name in enumerate(names):
-        fd, st = open_file(root, name)
-        if fd is None:  # st names the error
-            write_all(out, tar_header(str(i), pax={"CODEINTERP.error": st}))
-        elif st.st_size > each or sent + st.st_size > total:
-            os.close(fd)
-            write_all(out, tar_header(str(i), pax={"CODEINTERP.error": "toolarge", "CODEINTERP.size": st.st_size}))
-        else:
-            try:
-                write_all(out, tar_header(str(i), st.st_size, st.st_mtime))
-                copy_exactly(fd, out, st.st_size)
-                sent += st.st_size
-            finally:
+    read_tar(names, each, total, lambda data: write_all(out, data))
+
+
+def read_tar(names, each, total, write):
+    """Writes the answer to a read of names to write: a tar stream of one entry per
+    name, in order, named by its index, holding the file or saying why it was not read
+    (CODEINTERP.error). The kernel calls it too, for a one-off's outputs."""
+    root = open_root()
+    try:
+        sent = 0
+        for i, name in enumerate(names):
+            fd, st = open_file(root, name)
+            if fd is None:  # st names the error
+                write(tar_header(str(i), pax={"CODEINTERP.error": st}))
+            elif st.st_size > each or sent + st.st_size > total:
                 os.close(fd)
-    write_all(out, bytes(1024))  # the end of the archive
+                write(tar_header(str(i), pax={"CODEINTERP.error": "toolarge", "CODEINTERP.size": st.st_size}))
+            else:
+                try:
+                    write(tar_header(str(i), st.st_size, st.st_mtime))
+                    copy_exactly(fd, write, st.st_size)
+                    sent += st.st_size
+                finally:
+                    os.close(fd)
+        write(bytes(1024))  # the end of the archive
+    finally:
+        os.close(root)
 
 
 # ---- writing ---------------------------------------------------------------------
@@ -431,7 +442,6 @@ class Writer:
 def write():
     import json
 
-    os.umask(0)  # each file gets the mode the archive gives it, without a chmod
     print(json.dumps(write_tar(sys.stdin.buffer)))
 
 
@@ -440,6 +450,7 @@ def write_tar(fileobj):
     was written and what failed. The kernel calls it too, for a one-off's inputs."""
     import tarfile
 
+    old_umask = os.umask(0)  # each file gets the mode the archive gives it, without a chmod
     w = Writer(open_root())
     try:
         with tarfile.open(fileobj=fileobj, mode="r|") as tar:
@@ -461,6 +472,7 @@ def write_tar(fileobj):
     finally:
         w.close()
         os.close(w.root)
+        os.umask(old_umask)
     return {"written": w.written, "failed": w.failed, "errors": w.errors}
 
 

@@ -173,12 +173,17 @@ func (s *Sandbox) ReadFiles(ctx context.Context, names []string, limits sandbox.
 	}
 	var r *fileReader
 	if len(ask) > 0 {
-		if err := s.resume(ctx); err != nil {
+		var err error
+		if r, err = s.readInline(ctx, ask, limits); err != nil {
 			return err
 		}
-		var err error
-		if r, err = s.startRead(ctx, ask, limits); err != nil {
-			return err
+		if r == nil { // not through the kernel: through the helper
+			if err := s.resume(ctx); err != nil {
+				return err
+			}
+			if r, err = s.startRead(ctx, ask, limits); err != nil {
+				return err
+			}
 		}
 		defer r.Close()
 	}
@@ -206,10 +211,12 @@ func isFileError(err error) bool {
 		errors.Is(err, sandbox.ErrBadPath) || errors.Is(err, sandbox.ErrTooLarge)
 }
 
-// fileReader reads the file helper's answer to a read: a tar stream of one entry per
-// path asked, in order, named by its index (see deploy/sandbox/fsop.py).
+// fileReader reads the file helper's (or a one-off's kernel's) answer to a read: a
+// tar stream of one entry per path asked, in order, named by its index (see
+// deploy/sandbox/fsop.py read_tar). It is as untrusted as the code.
 type fileReader struct {
-	*helper
+	io.Closer
+	diag   func() string // what the reader said, for error messages
 	tr     *tar.Reader
 	names  []string
 	limits sandbox.ReadLimits
@@ -223,25 +230,29 @@ func (s *Sandbox) startRead(ctx context.Context, names []string, limits sandbox.
 		in.WriteString(n)
 		in.WriteByte(0)
 	}
-	arg := func(n int64) string { return strconv.FormatInt(cmpPositive(n, math.MaxInt64), 10) }
+	arg := func(n int64) string { return strconv.FormatInt(unbounded(n), 10) }
 	h, err := s.startHelper(ctx, func(w io.Writer) error { _, err := w.Write(in.Bytes()); return err },
 		"read", arg(limits.Each), arg(limits.Total))
 	if err != nil {
 		return nil, err
 	}
-	var out io.Reader = h
-	if limits.Total > 0 {
-		// What an honest helper sends: the files within Total, and headers.
-		out = io.LimitReader(h, limits.Total+int64(len(names)+2)*8<<10)
-	}
-	return &fileReader{helper: h, tr: tar.NewReader(out), names: names, limits: limits}, nil
+	return newFileReader(h, h, h.stderr, names, limits), nil
 }
 
-func cmpPositive(n, otherwise int64) int64 {
+func newFileReader(answer io.Reader, c io.Closer, diag func() string, names []string, limits sandbox.ReadLimits) *fileReader {
+	if limits.Total > 0 {
+		// What an honest helper sends: the files within Total, and headers.
+		answer = io.LimitReader(answer, limits.Total+int64(len(names)+2)*8<<10)
+	}
+	return &fileReader{Closer: c, diag: diag, tr: tar.NewReader(answer), names: names, limits: limits}
+}
+
+// unbounded is a read limit as the helper takes it: 0 (no bound) is the largest.
+func unbounded(n int64) int64 {
 	if n > 0 {
 		return n
 	}
-	return otherwise
+	return math.MaxInt64
 }
 
 // next returns the next file asked for and a reader of its content, or an error:
@@ -252,7 +263,7 @@ func (r *fileReader) next() (sandbox.FileInfo, io.Reader, error) {
 	info := sandbox.FileInfo{Name: name}
 	hdr, err := r.tr.Next()
 	if err != nil {
-		return info, nil, fmt.Errorf("file helper: %w (%s)", cmpErr(err, io.ErrUnexpectedEOF), r.stderr())
+		return info, nil, fmt.Errorf("file helper: %w (%s)", cmpErr(err, io.ErrUnexpectedEOF), r.diag())
 	}
 	if hdr.Name != strconv.Itoa(r.i) || hdr.Typeflag != tar.TypeReg {
 		return info, nil, fmt.Errorf("file helper answered entry %q for file %d", hdr.Name, r.i)

@@ -5,11 +5,19 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/codeinterp/codeinterp/sandbox"
 )
+
+// A recyclable (one-off) sandbox's small inputs and outputs go through its kernel's
+// stream, as "put" and "get" requests, rather than through a file helper's `docker
+// exec`, which costs ~60–100 ms each: they are all that stands between a one-off's
+// pickup and its code, and between its end and its result. The kernel unpacks and
+// packs them with the helper's own code (fsop.py), as the same user, so nothing is
+// trusted more than with an exec.
 
 // inlinePutMax is the most input a recyclable sandbox takes through its kernel's
 // stream rather than a file helper's `docker exec`: small enough to hold in memory,
@@ -65,4 +73,45 @@ func (s *Sandbox) putInline(ctx context.Context, files []sandbox.File) (done boo
 		return true, fmt.Errorf("%w: %s", sandbox.ErrBadPath, strings.Join(errs, "; "))
 	}
 	return true, nil
+}
+
+// inlineGetMax bounds the answer a kernel sends for a one-off's outputs (base64 in one
+// event line, under maxEventLine); larger outputs are read by the helper.
+const inlineGetMax = 4 << 20
+
+// getTimeout bounds reading outputs through the kernel. After the code ran, the
+// kernel is the code's process: it may be busy or gone, and then the helper reads.
+const getTimeout = 10 * time.Second
+
+// readInline reads files through the kernel of a recyclable sandbox after its code
+// ran: one "get" request answered by the archive the file helper would send, read by
+// the same fileReader, which trusts it no more (entries by index, within limits). It
+// returns nil, and no error, when the helper is to read instead: no kernel, a kernel
+// that did not answer in time or failed, or outputs past inlineGetMax.
+func (s *Sandbox) readInline(ctx context.Context, names []string, limits sandbox.ReadLimits) (*fileReader, error) {
+	if !s.spec.Recyclable {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.kernel
+	if k == nil {
+		return nil, nil
+	}
+	if _, err := s.resumeLocked(ctx); err != nil {
+		return nil, err
+	}
+	askCtx, cancel := context.WithTimeout(ctx, getTimeout)
+	defer cancel()
+	ev, err := s.askLocked(askCtx, k, wireRequest{Op: "get", ID: "get-" + randomHex(12), Names: names,
+		Each: unbounded(limits.Each), Total: unbounded(limits.Total), Max: inlineGetMax}, "got")
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil || !ev.OK || len(ev.Tar) > inlineGetMax:
+		return nil, nil
+	}
+	answer := bytes.NewReader(ev.Tar)
+	why := func() string { return "read through the kernel" }
+	return newFileReader(answer, io.NopCloser(answer), why, names, limits), nil
 }

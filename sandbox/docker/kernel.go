@@ -43,6 +43,7 @@ type wireEvent struct {
 	Reason    string             `json:"reason"` // wiped, put: when not OK
 	Failed    wireInt            `json:"failed"` // put: entries not written
 	Errors    []string           `json:"errors"` // put: the first few, "path: why"
+	Tar       []byte             `json:"tar"`    // got: a read's answer, base64 on the wire
 }
 
 // wireInt is a number the kernel sent: anything else is 0 and a number is clamped to
@@ -84,7 +85,11 @@ type wireRequest struct {
 	Language string            `json:"language,omitempty"`
 	Code     string            `json:"code,omitempty"`
 	Env      map[string]string `json:"env,omitempty"`
-	Tar      []byte            `json:"tar,omitempty"` // put: a tar archive, base64 on the wire
+	Tar      []byte            `json:"tar,omitempty"`   // put: a tar archive, base64 on the wire
+	Names    []string          `json:"names,omitempty"` // get: the files to read
+	Each     int64             `json:"each,omitempty"`  // get: sandbox.ReadLimits, 0 never sent
+	Total    int64             `json:"total,omitempty"`
+	Max      int64             `json:"max,omitempty"` // get: the largest answer to send
 }
 
 // kernel is a running driver process, attached through a `docker exec` stream.

@@ -37,6 +37,7 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 		{"NonRoot", testNonRoot},
 		{"ReadOnlyRoot", testReadOnlyRoot},
 		{"InputAndOutputFiles", testFiles},
+		{"ReadFiles", testReadFiles},
 		{"SymlinkNotFollowed", testSymlink},
 		{"PathTraversalRejected", testTraversal},
 		{"WorkspaceFull", testWorkspaceFull},
@@ -55,6 +56,8 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 		// A one-off's sandbox may take files another way (Docker: through its kernel).
 		{"Recyclable/InputAndOutputFiles", func(t *testing.T, b bundle) { testFiles(t, b.recyclable()) }},
 		{"Recyclable/PathTraversalRejected", func(t *testing.T, b bundle) { testTraversal(t, b.recyclable()) }},
+		{"Recyclable/ReadFiles", func(t *testing.T, b bundle) { testReadFiles(t, b.recyclable()) }},
+		{"Recyclable/LinkedParentRead", func(t *testing.T, b bundle) { testLinkedParentRead(t, b.recyclable()) }},
 		{"Recyclable/LinkedParentWrite", func(t *testing.T, b bundle) { testLinkedParentWrite(t, b.recyclable()) }},
 		{"Recyclable/FileModes", func(t *testing.T, b bundle) { testFileModes(t, b.recyclable()) }},
 		{"FileModes", testFileModes},
