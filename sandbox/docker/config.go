@@ -11,7 +11,9 @@ type Config struct {
 	Image string // sandbox image, built from deploy/sandbox
 	// Grace is how long an interrupted run may take to stop before its kernel is killed.
 	Grace time.Duration
-	// StartTimeout bounds creating a sandbox and waiting for its kernel to say ready.
+	// StartTimeout bounds creating a sandbox's container, and then, once it has one
+	// of the KernelStarts slots, its kernel's start (the wait for a slot is the
+	// caller's to bound).
 	StartTimeout time.Duration
 	// Prefix names containers and volumes and scopes the label filter, so several
 	// installations (or test runs) can share one Runtime engine.

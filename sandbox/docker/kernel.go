@@ -115,16 +115,20 @@ func kernelMode(spec sandbox.Spec) kernelEnv {
 // With a fencing token, the kernel starts only if no newer owner fenced the sandbox
 // (fence.go).
 func (d *Runtime) startKernel(ctx context.Context, containerID string, mode kernelEnv, token int64) (*kernel, error) {
-	// A start that never says ready (an exec the engine never runs) must not hold a
-	// start slot, or the thread's runner, for ever.
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
-	defer cancel()
+	// Waiting for a slot is bounded by the caller alone: behind a burst of starts
+	// (dozens of sandboxes made at once under gVisor, seconds each) the wait may be
+	// long, and counting it against the start's own time failed starts that had
+	// barely begun.
 	select {
 	case d.starts <- struct{}{}:
 		defer func() { <-d.starts }()
 	case <-ctx.Done():
 		return nil, fmt.Errorf("wait for a kernel start slot: %w", ctx.Err())
 	}
+	// A start that never says ready (an exec the engine never runs) must not hold a
+	// start slot, or the thread's runner, for ever.
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	defer cancel()
 	env := []string{}
 	if mode.preload {
 		env = append(env, "CODEINTERP_PRELOAD=1")

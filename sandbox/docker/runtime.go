@@ -142,6 +142,7 @@ func (d *Runtime) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbo
 
 // create starts a sandbox; pool marks a blank one for a warm pool.
 func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *Sandbox, err error) {
+	caller := ctx // the kernel start bounds its own time, not its wait for a slot
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
 	defer cancel()
 	limits := spec.Limits.WithDefaults()
@@ -210,7 +211,7 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 	}
 
 	s := &Sandbox{d: d, id: created.ID, name: name, volume: vol.Name, spec: spec, limits: limits, started: time.Now(), token: spec.Fence}
-	if s.kernel, err = d.startKernel(ctx, created.ID, kernelMode(spec), s.token); err != nil {
+	if s.kernel, err = d.startKernel(caller, created.ID, kernelMode(spec), s.token); err != nil {
 		return nil, fmt.Errorf("start kernel in %s: %w", name, errFencedStart(name, err))
 	}
 	return s, nil
