@@ -181,7 +181,7 @@ class Results:
         for num in plt.get_fignums():
             fig = plt.figure(num)
             try:
-                self.png(lambda p: fig.savefig(p, format="png"))
+                self.png(lambda p: _save_png(fig, p))
             except Exception as e:
                 print("codeinterp: could not save figure %s: %s" % (num, e), file=sys.stderr)
             plt.close(fig)
@@ -189,7 +189,7 @@ class Results:
     def display(self, value):
         fig_type = getattr(sys.modules.get("matplotlib.figure"), "Figure", None)
         if fig_type is not None and isinstance(value, fig_type):
-            self.png(lambda p: value.savefig(p, format="png"))
+            self.png(lambda p: _save_png(value, p))
             return
         png = _call_repr(value, "_repr_png_")
         if isinstance(png, bytes):
@@ -198,6 +198,18 @@ class Results:
         html = _call_repr(value, "_repr_html_")
         if isinstance(html, str):
             self.text("text/html", html)
+
+
+def _save_png(fig, path):
+    """Saves fig as a PNG at path: the bytes of the code's own savefig when the figure
+    has not changed since (codeinterp_mpl), else a new render."""
+    saved = getattr(fig.canvas, "saved_png", None)
+    png = saved() if callable(saved) else None
+    if png is None:
+        fig.savefig(path, format="png")
+        return
+    with open(path, "wb") as f:
+        f.write(png)
 
 
 def _call_repr(value, name):

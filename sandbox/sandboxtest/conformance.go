@@ -28,6 +28,7 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 		{"ExitCodes", testExitCodes},
 		{"StateKeptBetweenRuns", testState},
 		{"RichResults", testRichResults},
+		{"SavedFigure", testSavedFigure},
 		{"Timeout", testTimeout},
 		{"TimeoutIgnoringInterrupt", testTimeoutIgnored},
 		{"Cancel", testCancel},

@@ -100,6 +100,50 @@ func testRichResults(t *testing.T, b bundle) {
 	}
 }
 
+// testSavedFigure: a figure the code saved as a PNG and left open becomes the rich
+// result with the bytes of that save, not drawn again; a figure changed after its
+// save, or saved with other options, is drawn again.
+func testSavedFigure(t *testing.T, b bundle) {
+	sb := b.sandbox(t)
+	richPNG := func(out sandbox.Outcome) string {
+		t.Helper()
+		wantStatus(t, out, sandbox.Succeeded)
+		for _, r := range out.Results {
+			if r.Type == "image/png" {
+				return readAll(t, sb, r.File)
+			}
+		}
+		t.Fatalf("no image result: %+v (stderr %q)", out.Results, out.Stderr)
+		return ""
+	}
+	const plot = "import matplotlib.pyplot as plt\nplt.plot([3, 1, 2])\n"
+	for _, c := range []struct {
+		name, code string
+		same       bool
+	}{
+		{"unchanged", plot + `plt.savefig("outputs/a.png")`, true},
+		{"titled after the save", plot + `plt.savefig("outputs/a.png"); plt.title("later")`, false},
+		{"other dpi", plot + `plt.savefig("outputs/a.png", dpi=40)`, false},
+		{"line added after the save", plot + `plt.savefig("outputs/a.png"); plt.plot([1, 2, 3])`, false},
+	} {
+		rich := richPNG(run(t, sb, py(c.code)))
+		if saved := readAll(t, sb, "outputs/a.png"); (rich == saved) != c.same || !strings.HasPrefix(rich, "\x89PNG") {
+			t.Fatalf("%s: rich result equal to the saved file = %v, want %v", c.name, rich == saved, c.same)
+		}
+	}
+	// Proof that nothing is drawn again: the code breaks both ways of drawing once its
+	// save is done (pyplot.savefig's closing draw_idle, and the driver's render).
+	out := run(t, sb, py(plot+`import codeinterp_mpl
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+def boom(*a, **k): raise RuntimeError("drawn again")
+codeinterp_mpl.FigureCanvas.draw = boom
+plt.savefig("outputs/once.png")
+FigureCanvasAgg.print_png = boom`))
+	if rich := richPNG(out); rich != readAll(t, sb, "outputs/once.png") || strings.Contains(out.Stderr, "drawn again") {
+		t.Fatalf("the saved figure was drawn again: stderr %q", out.Stderr)
+	}
+}
+
 func testTimeout(t *testing.T, b bundle) {
 	sb := b.sandbox(t)
 	run(t, sb, py("x = 1"))
