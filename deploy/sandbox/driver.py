@@ -44,6 +44,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 
 import codeinterp_hooks
@@ -127,8 +128,22 @@ def capture(fd, name):
     os.dup2(w, fd)
     os.close(w)
     pump = Pump(name, r)
+    pump.pipe = _identity(fd)
     pump.start()
     return pump
+
+
+def _identity(fd):
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+# How long the end of a run waits for its output to be emitted. A marker written into
+# the capture pipe always reaches a live pump (a pipe keeps order), so this only bounds
+# a reader that stopped altogether, or code that swapped the pipe between the check and
+# the write; a slow reader (gVisor on a busy host) is waited for, or the run's end
+# would overtake its output, which is then dropped.
+SYNC_LIMIT = 60
 
 
 def sync_streams(pumps):
@@ -140,10 +155,15 @@ def sync_streams(pumps):
             pass
     for fd, pump in zip((1, 2), pumps):
         try:
+            if _identity(fd) != pump.pipe:
+                continue  # the code pointed fd elsewhere: a marker would not reach the pump
             os.write(fd, SYNC)
-            pump.synced.acquire(timeout=2)
         except OSError:
-            pass
+            continue
+        deadline = time.monotonic() + SYNC_LIMIT
+        while not pump.synced.acquire(timeout=0.5):
+            if not pump.is_alive() or time.monotonic() > deadline:
+                break
 
 
 def with_root(fn):

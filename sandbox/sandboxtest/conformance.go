@@ -29,6 +29,7 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 		{"StateKeptBetweenRuns", testState},
 		{"RichResults", testRichResults},
 		{"SavedFigure", testSavedFigure},
+		{"SlowStream", testSlowStream},
 		{"Timeout", testTimeout},
 		{"TimeoutIgnoringInterrupt", testTimeoutIgnored},
 		{"Cancel", testCancel},

@@ -144,6 +144,29 @@ FigureCanvasAgg.print_png = boom`))
 	}
 }
 
+// testSlowStream: the run's end does not overtake its output. CI lost the tail of a
+// 1.2 MB output under gVisor: the worker read the kernel's events slowly, the kernel's
+// pump that turns the code's stdout into events was more than 2 s behind when the code
+// ended, and the kernel waited only 2 s for it. Here the code itself holds up the pump
+// (it runs in the kernel's process) for 3 s on its last line, after the code ended.
+func testSlowStream(t *testing.T, b bundle) {
+	sb := b.sandbox(t)
+	out := run(t, sb, py(`import gc, time
+for p in gc.get_objects():
+    if type(p).__name__ == "Pump" and p.stream == "stdout" and p.is_alive():
+        def out(data, fast=p.out):
+            if b"the end" in data:
+                time.sleep(3)
+            fast(data)
+        p.out = out
+print("x" * 1000)
+print("the end")`))
+	wantStatus(t, out, sandbox.Succeeded)
+	if !strings.HasSuffix(out.Stdout, "the end\n") {
+		t.Fatalf("stdout lost its tail: %d bytes, ending %q", len(out.Stdout), out.Stdout[max(len(out.Stdout)-20, 0):])
+	}
+}
+
 func testTimeout(t *testing.T, b bundle) {
 	sb := b.sandbox(t)
 	run(t, sb, py("x = 1"))
