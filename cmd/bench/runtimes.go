@@ -18,7 +18,7 @@ import (
 // The runtimes section: the figures that depend on the OCI runtime, side by side for
 // each one named (runc, and runsc: gVisor). Through the API, with the stack's worker
 // restarted on that runtime: a one-off print(1), a warm thread's print(1) and pandas
-// groupby. Directly on the engine, as the worker drives it (sandbox/docker): creating a
+// groupby, output-heavy code (output.go). Directly on the engine, as the worker drives it (sandbox/docker): creating a
 // sandbox until its kernel is ready, a pause and resume, an idle sandbox's memory with
 // pandas imported, and `docker run --rm` of print(1) for comparison.
 type runtimeBench struct {
@@ -86,7 +86,7 @@ func (r *runtimeBench) api(rt string) error {
 		return fmt.Errorf("warm groupby: %w", err)
 	}
 	r.results.add("warm thread pandas groupby, 100k rows", rt, s)
-	return nil
+	return r.outputRows(rt, thread)
 }
 
 // engine measures sandboxes made directly on the engine under d's runtime.

@@ -27,13 +27,14 @@ After every run each other process of the code's user is killed, whatever sessio
 process group it moved to: nothing a run started outlives it.
 
 Everything the code writes to file descriptors 1 and 2 (print, C extensions, subprocesses)
-is captured through pipes and streamed. The worker treats every event as untrusted: the
+is captured through pipes and streamed; sys.stdout and sys.stderr are block-buffered and
+written out at least every 20 ms while code runs (capture.py says when and in which
+order). The worker treats every event as untrusted: the
 user's code runs in this same process and can forge any of them.
 """
 
 import ast
 import builtins
-import codecs
 import json
 import linecache
 import os
@@ -47,6 +48,7 @@ import threading
 import time
 import traceback
 
+import capture
 import codeinterp_hooks
 import fsop
 
@@ -54,7 +56,6 @@ WORKSPACE = "/workspace"
 OUTPUTS = os.path.join(WORKSPACE, "outputs")
 RESULTS = os.path.join(OUTPUTS, ".results")
 MAX_TEXT = 1 << 20  # largest text/plain or text/html result kept
-SYNC = b"\x00\x1bcodeinterp-sync\x1b\x00"
 
 # The protocol channels are private duplicates of the original descriptors; the user's
 # code gets /dev/null as stdin and capture pipes as stdout and stderr.
@@ -85,85 +86,11 @@ class State:
     cell = 0
 
 
-class Pump(threading.Thread):
-    """Streams one capture pipe as events; a SYNC marker in the data releases waiters."""
-
-    def __init__(self, name, fd):
-        super().__init__(daemon=True, name="pump-" + name)
-        self.stream, self.fd = name, fd
-        self.synced = threading.Semaphore(0)
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
-
-    def out(self, data):
-        text = self.decoder.decode(data)
-        if text and State.current is not None:
-            emit(ev="stream", id=State.current, name=self.stream, text=text)
-
-    def run(self):
-        buf = b""
-        while True:
-            data = os.read(self.fd, 65536)
-            if not data:
-                return
-            buf += data
-            while (i := buf.find(SYNC)) >= 0:
-                self.out(buf[:i])
-                buf = buf[i + len(SYNC):]
-                self.synced.release()
-            keep = _partial_suffix(buf)
-            self.out(buf[: len(buf) - keep])
-            buf = buf[len(buf) - keep:]
-
-
-def _partial_suffix(buf):
-    """Length of the longest tail of buf that could begin a SYNC marker."""
-    for n in range(min(len(buf), len(SYNC) - 1), 0, -1):
-        if SYNC.startswith(buf[-n:]):
-            return n
-    return 0
-
-
-def capture(fd, name):
-    r, w = os.pipe()
-    os.dup2(w, fd)
-    os.close(w)
-    pump = Pump(name, r)
-    pump.pipe = _identity(fd)
-    pump.start()
-    return pump
-
-
-def _identity(fd):
-    st = os.fstat(fd)
-    return st.st_dev, st.st_ino
-
-
-# How long the end of a run waits for its output to be emitted. A marker written into
-# the capture pipe always reaches a live pump (a pipe keeps order), so this only bounds
-# a reader that stopped altogether, or code that swapped the pipe between the check and
-# the write; a slow reader (gVisor on a busy host) is waited for, or the run's end
-# would overtake its output, which is then dropped.
-SYNC_LIMIT = 60
-
-
-def sync_streams(pumps):
-    """Waits until everything written to fd 1 and 2 so far has been emitted."""
-    for f in (sys.stdout, sys.stderr):
-        try:
-            f.flush()
-        except Exception:
-            pass
-    for fd, pump in zip((1, 2), pumps):
-        try:
-            if _identity(fd) != pump.pipe:
-                continue  # the code pointed fd elsewhere: a marker would not reach the pump
-            os.write(fd, SYNC)
-        except OSError:
-            continue
-        deadline = time.monotonic() + SYNC_LIMIT
-        while not pump.synced.acquire(timeout=0.5):
-            if not pump.is_alive() or time.monotonic() > deadline:
-                break
+def stream_event(name, text):
+    """Emits what the code wrote to stdout or stderr (capture.Pump's output)."""
+    exec_id = State.current
+    if exec_id is not None:
+        emit(ev="stream", id=exec_id, name=name, text=text)
 
 
 def with_root(fn):
@@ -404,7 +331,7 @@ def cpu_seconds():
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def execute(req, pumps, results):
+def execute(req, out, results):
     exec_id = req.get("id")
     try:
         shutil.rmtree(RESULTS, ignore_errors=True)
@@ -415,6 +342,7 @@ def execute(req, pumps, results):
     saved_env = dict(os.environ)
     os.environ.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
     State.current = exec_id
+    out.running.set()
     try:
         language = req.get("language")
         if language == "bash":
@@ -431,7 +359,8 @@ def execute(req, pumps, results):
         os.environ.update(saved_env)
         if not State.zygote_child:  # kill(-1) would kill the zygote too: its wipe kills them
             kill_strays()
-        sync_streams(pumps)
+        out.sync()
+        out.running.clear()
         State.current = None
     cpu_ms = round((cpu_seconds() - cpu_start) * 1000)
     after, listing, skipped = with_root(fsop.scan)
@@ -554,10 +483,9 @@ def main(requests=None, ready=None):
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    pumps = (capture(1, "stdout"), capture(2, "stderr"))
+    out = capture.Capture(stream_event)
     sys.stdin = open(os.devnull)
-    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
-    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
+    sys.stdout, sys.stderr = out.stdout, out.stderr
     os.close(fsop.open_root())  # gives the workspace back to its owner if the code locked it
     try:
         os.makedirs(OUTPUTS, exist_ok=True)
@@ -587,7 +515,7 @@ def main(requests=None, ready=None):
     while (req := inbox.get()) is not None:
         if req.get("op") == "exec":
             results = Results(req.get("id"))
-            execute(req, pumps, results)
+            execute(req, out, results)
         elif req.get("op") == "put":
             put(req)
         elif req.get("op") == "get":

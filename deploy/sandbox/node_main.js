@@ -8,11 +8,14 @@
 // workspace, then in NODE_PATH (npm's global packages). Top-level await works: code
 // that only parses inside an async function runs in one, and the process waits for
 // it (an uncaught error or rejection ends it with status 1, as node's own would).
+// process.stdout and process.stderr are block-buffered (output.js), as the kernel's
+// own sys.stdout and sys.stderr are (capture.py).
 "use strict";
 const fs = require("fs");
 const path = require("path");
 const vm = require("vm");
 const Module = require("module");
+require("./output.js").install();
 
 const fd = Number(process.argv[2]);
 const code = fs.readFileSync(fd, "utf8");
