@@ -5,6 +5,13 @@ SHELL := /bin/bash
 COMPOSE ?= docker-compose
 API_URL ?= http://localhost:8080
 export TESTCONTAINERS_RYUK_DISABLED := true
+# The group owning the Docker socket: the worker and the janitor run unprivileged and
+# reach the engine as its members (docker-compose.yml's group_add). Linux's stat, then
+# BSD's; set it yourself when the engine's socket has another group inside containers.
+ifeq ($(origin CODEINTERP_DOCKER_GID),undefined)
+CODEINTERP_DOCKER_GID := $(shell stat -c %g /var/run/docker.sock 2>/dev/null || stat -f %g /var/run/docker.sock 2>/dev/null)
+endif
+export CODEINTERP_DOCKER_GID
 
 .PHONY: images up demo down logs test test-runsc runsc bench lint clean-test cli
 
@@ -72,7 +79,7 @@ BENCH_ENV = COMPOSE_PROJECT_NAME=codeinterp-bench CODEINTERP_API_PORT=18080 CODE
 bench: images runsc ## latency, throughput and costs on a fresh stack, beside raw Docker baselines
 	$(BENCH_ENV) $(COMPOSE) down -v --remove-orphans >/dev/null 2>&1 || true
 	$(BENCH_ENV) $(MAKE) --no-print-directory up API_URL=http://localhost:18080
-	$(BENCH_ENV) go run ./cmd/bench -url http://localhost:18080; status=$$?; \
+	$(BENCH_ENV) go run ./cmd/bench -url http://localhost:18080 $(BENCH_ARGS); status=$$?; \
 	  $(BENCH_ENV) $(COMPOSE) down -v >/dev/null 2>&1; \
 	  docker ps -aq --filter label=codeinterp.install=cibench | xargs -r docker rm -f >/dev/null; \
 	  docker volume ls -q --filter label=codeinterp.install=cibench | xargs -r docker volume rm -f >/dev/null; \

@@ -18,6 +18,9 @@ const (
 	ExecutionPrefix IDPrefix = "ex_"  // an execution
 	OpPrefix        IDPrefix = "op_"  // a thread operation record (put/get file, delete, pause, reap)
 	DeliveryPrefix  IDPrefix = "whd_" // a webhook delivery, one per execution
+	// ErrorRefPrefix names an internal error: the reference a client is shown instead
+	// of the error's words, and the operator finds in the logs beside them.
+	ErrorRefPrefix IDPrefix = "err_"
 )
 
 // New returns a new id with this prefix.

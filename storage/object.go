@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,21 +30,55 @@ type Object struct {
 const unknownSizePart = 16 << 20
 
 // Put stores size bytes from r under key and returns their SHA-256. A size of -1
-// streams an unknown length, in parts of 16 MiB buffered one at a time. The whole
-// transfer is bounded by the store's TransferTimeout.
+// streams an unknown length: the first 16 MiB are buffered as they arrive, so a body
+// that ends within them costs its own size and is sent with its length; a longer one
+// continues in parts of 16 MiB buffered one at a time. The whole transfer is bounded
+// by the store's TransferTimeout.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (Object, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.TransferTimeout)
 	defer cancel()
 	opts := minio.PutObjectOptions{ContentType: contentType}
-	if size < 0 {
-		opts.PartSize = unknownSizePart
-	}
 	h := sha256.New()
-	info, err := s.cli.PutObject(ctx, s.cfg.Bucket, key, io.TeeReader(r, h), size, opts)
+	r = io.TeeReader(r, h)
+	if size < 0 {
+		// minio-go would allocate a whole part at once, for a body of one byte too.
+		head, n, ended, err := readHead(r, unknownSizePart)
+		if err != nil {
+			return Object{}, fmt.Errorf("put %s: %w", key, err)
+		}
+		if ended {
+			r, size = head, n
+		} else {
+			r, opts.PartSize = io.MultiReader(head, r), unknownSizePart
+		}
+	}
+	info, err := s.cli.PutObject(ctx, s.cfg.Bucket, key, r, size, opts)
 	if err != nil {
 		return Object{}, fmt.Errorf("put %s: %w", key, err)
 	}
 	return Object{Key: key, Size: info.Size, ContentType: contentType, SHA256: hex.EncodeToString(h.Sum(nil)), Modified: time.Now()}, nil
+}
+
+// headBlock is the unit readHead buffers in: a small body costs one block.
+const headBlock = 64 << 10
+
+// readHead reads up to max bytes of r in blocks allocated as they fill. ended says r
+// ended within them; the bytes read are head's, n of them.
+func readHead(r io.Reader, max int64) (head io.Reader, n int64, ended bool, err error) {
+	var blocks []io.Reader
+	for n < max {
+		b := make([]byte, min(headBlock, max-n))
+		k, err := io.ReadFull(r, b)
+		n += int64(k)
+		blocks = append(blocks, bytes.NewReader(b[:k]))
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return io.MultiReader(blocks...), n, true, nil
+		case err != nil:
+			return nil, n, false, err
+		}
+	}
+	return io.MultiReader(blocks...), n, false, nil
 }
 
 // Stat describes the object under key, or returns ErrNotFound.

@@ -40,9 +40,13 @@ func run() error {
 	}
 	defer x.Close()
 	hs := x.HTTPServer(cfg.APIAddr)
-	errc := make(chan error, 1)
+	// The metrics name every tenant: they have a listener of their own, never the API's.
+	ms := x.MetricsServer(cfg.MetricsAddr)
+	errc := make(chan error, 2)
 	go func() { errc <- hs.ListenAndServe() }()
-	log.Info("api listening", "addr", cfg.APIAddr)
+	go func() { errc <- ms.ListenAndServe() }()
+	defer ms.Close()
+	log.Info("api listening", "addr", cfg.APIAddr, "metrics", cfg.MetricsAddr)
 	select {
 	case err := <-errc:
 		return err

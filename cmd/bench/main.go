@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,17 +23,18 @@ func main() {
 	runtimes := flag.String("runtimes", "runc,runsc", "OCI runtimes to compare side by side (empty: none)")
 	prefix := flag.String("prefix", "cibench-rt", "installation prefix of the sandboxes the runtime comparison makes itself")
 	oneOffOnly := flag.Bool("oneoff", false, "measure the one-off path only (with its baselines and the pickup sweep)")
+	only := flag.String("sections", "", "measure only these sections, in their usual order (comma-separated: "+strings.Join(sectionNames(), ", ")+")")
 	flag.Parse()
 
 	c := bench{c: client.New(*url, *key), url: *url, key: *key}
 	t := &table{}
 	names := strings.FieldsFunc(*runtimes, func(r rune) bool { return r == ',' })
 	rt := &runtimeBench{c: c, image: *image, prefix: *prefix, n: *n, results: newSideBySide(names)}
-	run := run
+	want := *only
 	if *oneOffOnly {
-		run = runOneOff
+		want = "idle,oneoff,oneoffload,pool,baselines,pickup"
 	}
-	err := run(c, t, rt, *noisyKey, *image, *n)
+	err := run(c, t, rt, *noisyKey, *image, *n, want)
 	t.print()
 	if len(rt.results.rows) > 0 {
 		fmt.Println()
@@ -44,56 +46,60 @@ func main() {
 	}
 }
 
-func run(c bench, t *table, rt *runtimeBench, noisyKey, image string, n int) error {
-	fmt.Fprintf(os.Stderr, "measuring (%d runs each)…\n", n)
-	// First, while nothing has run yet: what an idle stack costs Redis.
-	if err := idleRedis(t, 10*time.Second); err != nil {
-		return err
-	}
-	if err := oneOff(c, t, n); err != nil {
-		return err
-	}
-	if err := oneOffLoad(c, t, image); err != nil {
-		return err
-	}
-	if err := oneOffPool(t, image, rt.prefix); err != nil {
-		return err
-	}
-	if err := threads(c, t, n); err != nil {
-		return err
-	}
-	if err := mcpRoundTrip(c, t, n); err != nil {
-		return err
-	}
-	if err := lifecycle(c, t, image, n); err != nil {
-		return err
-	}
-	if err := baselines(t, image, n); err != nil {
-		return err
-	}
-	if err := pickupSweep(c, t, n); err != nil {
-		return err
-	}
-	if err := rt.run(); err != nil {
-		return err
-	}
-	// Last: it loads the stack as hard as it can, so nothing after it is measured.
-	return noisy(c, t, c.url, noisyKey, n)
+// section is one part of the benchmark.
+type section struct {
+	name string
+	run  func(c bench, t *table, rt *runtimeBench, noisyKey, image string, n int) error
 }
 
-// runOneOff measures what the one-off path costs and buys, beside its baselines.
-func runOneOff(c bench, t *table, rt *runtimeBench, _, image string, n int) error {
-	if err := idleRedis(t, 10*time.Second); err != nil {
-		return err
+// sections are run in this order: first, while nothing has run yet, what an idle stack
+// costs Redis; last, the noisy neighbour, which loads the stack as hard as it can, so
+// nothing after it is measured.
+var sections = []section{
+	{"idle", func(_ bench, t *table, _ *runtimeBench, _, _ string, _ int) error {
+		return idleRedis(t, 10*time.Second)
+	}},
+	{"oneoff", func(c bench, t *table, _ *runtimeBench, _, _ string, n int) error { return oneOff(c, t, n) }},
+	{"oneoffload", func(c bench, t *table, _ *runtimeBench, _, image string, _ int) error { return oneOffLoad(c, t, image) }},
+	{"pool", func(_ bench, t *table, rt *runtimeBench, _, image string, _ int) error {
+		return oneOffPool(t, image, rt.prefix)
+	}},
+	{"threads", func(c bench, t *table, _ *runtimeBench, _, _ string, n int) error { return threads(c, t, n) }},
+	{"mcp", func(c bench, t *table, _ *runtimeBench, _, _ string, n int) error { return mcpRoundTrip(c, t, n) }},
+	{"lifecycle", func(c bench, t *table, _ *runtimeBench, _, image string, n int) error {
+		return lifecycle(c, t, image, n)
+	}},
+	{"baselines", func(_ bench, t *table, _ *runtimeBench, _, image string, n int) error { return baselines(t, image, n) }},
+	{"pickup", func(c bench, t *table, _ *runtimeBench, _, _ string, n int) error { return pickupSweep(c, t, n) }},
+	{"runtimes", func(_ bench, _ *table, rt *runtimeBench, _, _ string, _ int) error { return rt.run() }},
+	{"noisy", func(c bench, t *table, _ *runtimeBench, noisyKey, _ string, n int) error {
+		return noisy(c, t, c.url, noisyKey, n)
+	}},
+}
+
+func sectionNames() []string {
+	var names []string
+	for _, s := range sections {
+		names = append(names, s.name)
 	}
-	for _, f := range []func() error{
-		func() error { return oneOff(c, t, n) },
-		func() error { return oneOffLoad(c, t, image) },
-		func() error { return oneOffPool(t, image, rt.prefix) },
-		func() error { return baselines(t, image, n) },
-		func() error { return pickupSweep(c, t, n) },
-	} {
-		if err := f(); err != nil {
+	return names
+}
+
+// run measures the sections named in want (all when empty).
+func run(c bench, t *table, rt *runtimeBench, noisyKey, image string, n int, want string) error {
+	chosen := map[string]bool{}
+	for _, name := range strings.FieldsFunc(want, func(r rune) bool { return r == ',' }) {
+		if !slices.Contains(sectionNames(), name) {
+			return fmt.Errorf("unknown section %q (sections: %s)", name, strings.Join(sectionNames(), ", "))
+		}
+		chosen[name] = true
+	}
+	fmt.Fprintf(os.Stderr, "measuring (%d runs each)…\n", n)
+	for _, s := range sections {
+		if len(chosen) > 0 && !chosen[s.name] {
+			continue
+		}
+		if err := s.run(c, t, rt, noisyKey, image, n); err != nil {
 			return err
 		}
 	}

@@ -41,7 +41,7 @@ func run() error {
 	}
 	defer closeDocker()
 	if err := app.WaitFor(ctx, "docker", rt.Ping); err != nil {
-		return err
+		return dockerhost.Explain(err)
 	}
 	w := a.Worker(rt, app.WorkerOptions{})
 	if err := w.Start(ctx); err != nil {

@@ -6,13 +6,17 @@ kernel (driver.main) with a fresh interpreter, the libraries already imported, a
 state of any earlier run. The zygote alone reads the worker's requests: it forwards
 "exec" and "interrupt" to the child through a pipe and handles "wipe" itself:
 
-  1. every other process of the code's user is killed (the child and anything the
-     code left running, whatever session it moved to), found in /proc, until none is
-     left. Process by process rather than kill(-1): simple, and it never touches
-     anything but what it finds;
+  1. every other process of the code's user is killed with kill(-1, SIGKILL), again
+     and again until /proc shows none of them alive. kill(-1) reaches every process
+     this user may signal, whatever session it moved to and whatever it shows in
+     /proc (a process whose main thread exited shows as a zombie while its other
+     threads run on), but never the caller, so the zygote lives; the keeper and the
+     container's init run as another user, and the pid namespace bounds the rest. A
+     process counts as alive while any of its threads is;
   2. /workspace, /tmp (which is $HOME), /dev/shm and /dev/mqueue are emptied, and
      the code user's System V IPC objects removed (ipcrm -a);
-  3. each of those is checked to be empty, and a new child is forked.
+  3. each of those is checked to be empty, and that no process of the user came
+     back to life meanwhile, and a new child is forked.
 
 It answers {"ev": "wiped", "id", "ok", "reason"}; the worker uses the sandbox again
 only after ok. The zygote never runs user code, keeps no environment the code set
@@ -146,47 +150,56 @@ def wipe(child):
             return "%s could not be emptied" % d
     if remove_ipc() or leftover_ipc():
         return "System V IPC objects survived"
+    if others_alive(os.getpid(), os.getuid()):
+        return "a process of the code's user came back during the wipe"
     os.chmod("/workspace", 0o700)
     os.chdir("/workspace")
     return None
 
 
 def kill_others():
-    """SIGKILLs every process of this user but this one until none is left; False if
-    some still run after KILL_FOR seconds."""
+    """SIGKILLs every process of this user but this one until none is left alive;
+    False if some still run after KILL_FOR seconds."""
     me, uid = os.getpid(), os.getuid()
     deadline = time.monotonic() + KILL_FOR
-    while time.monotonic() < deadline:
-        alive = False
-        for pid in others(me, uid):
-            alive = True
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:  # ESRCH: nothing else this user may signal
+            pass
         reap()
-        if not alive:
+        if not others_alive(me, uid):
             return True
-    return False
+        if time.monotonic() > deadline:
+            return False
 
 
-def others(me, uid):
-    """Pids of this user's processes, other than me, that may still run."""
+def others_alive(me, uid):
+    """Whether a process of this user, other than me, has a thread still alive. By the
+    real uid in status: a process that made itself non-dumpable has a /proc directory
+    owned by root. By each thread's state: a process whose main thread exited shows
+    that thread's, a zombie's, while the others run."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
         try:
             with open("/proc/%s/status" % entry, "rb") as f:
                 status = f.read()
-            with open("/proc/%s/stat" % entry, "rb") as f:
-                stat = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            uids = [ln.split()[1] for ln in status.splitlines() if ln.startswith(b"Uid:")]
+            if not uids or int(uids[0]) != uid:
+                continue
+            tasks = os.listdir("/proc/%s/task" % entry)
+        except (OSError, IndexError, ValueError):
             continue
-        # By the real uid in status: a process that made itself non-dumpable has a
-        # /proc directory owned by root.
-        uids = [ln.split()[1] for ln in status.splitlines() if ln.startswith(b"Uid:")]
-        if uids and int(uids[0]) == uid and stat[0] not in (b"Z", b"X"):
-            yield int(entry)
+        for task in tasks:
+            try:
+                with open("/proc/%s/task/%s/stat" % (entry, task), "rb") as f:
+                    state = f.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in (b"Z", b"X"):
+                return True
+    return False
 
 
 def reap():

@@ -46,7 +46,8 @@ func (q *fakeQueue) Enqueue(_ context.Context, ex *jobs.Execution) error {
 
 type bundle struct {
 	srv     *httptest.Server
-	http    *http.Client // validates every response against openapi.json
+	metrics *httptest.Server // the internal listener of /metrics
+	http    *http.Client     // validates every response against openapi.json
 	records *records.Store
 	store   *storage.Store
 	queue   *fakeQueue
@@ -81,12 +82,14 @@ func setup(t *testing.T) *bundle {
 		Limits:   service.Limits{MaxUploadBytes: 64 << 10, WorkspaceBytes: 64 << 10, DefaultTimeoutMS: 30000, MaxTimeoutMS: 60000},
 		Profiles: testProfiles,
 	})
-	b.srv = httptest.NewServer(api.New(api.Config{
+	srv := api.New(api.Config{
 		Service: svc, Keys: keys,
 		Limits: api.Limits{MaxRequestBytes: 256 << 10, MaxUploadBytes: 64 << 10},
 		Ready:  []api.Check{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}},
-	}))
+	})
+	b.srv, b.metrics = httptest.NewServer(srv), httptest.NewServer(srv.Metrics())
 	t.Cleanup(b.srv.Close)
+	t.Cleanup(b.metrics.Close)
 	b.http = testenv.OpenAPIClient(t, b.srv.URL)
 	return b
 }
@@ -341,13 +344,29 @@ func TestHealthAndErrors(t *testing.T) {
 	} else if code, _ := r.errorField(); code != "not_found" {
 		t.Fatalf("unknown route code %q", code)
 	}
-	resp, err := b.http.Get(b.srv.URL + "/metrics")
-	if err != nil {
+	// The metrics name every tenant: the API's port does not serve them, with a key
+	// or without; their own listener does.
+	if err := b.records.AddUsage(context.Background(), "acme", records.Spent{Status: jobs.Succeeded, WallSeconds: 1}); err != nil {
 		t.Fatal(err)
 	}
-	text, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(text), "codeinterp_http_request_duration_seconds") {
-		t.Fatalf("metrics %d", resp.StatusCode)
+	for _, key := range []string{"", "key-a"} {
+		req, _ := http.NewRequest("GET", b.srv.URL+"/metrics", nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := b.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || strings.Contains(string(text), "acme") || strings.Contains(string(text), "codeinterp_") {
+			t.Errorf("GET /metrics on the API's port (key %q): %d %.300s; want 404 naming no tenant", key, resp.StatusCode, text)
+		}
+	}
+	status, text := get(t, b.metrics.URL+"/metrics")
+	if status != 200 || !strings.Contains(text, "codeinterp_http_request_duration_seconds") ||
+		!strings.Contains(text, `codeinterp_tenant_executions_total{status="succeeded",tenant="acme"} 1`) {
+		t.Fatalf("internal metrics %d: %.300s", status, text)
 	}
 }

@@ -13,6 +13,13 @@ import (
 
 var tenantRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
+// validTenant reports whether name may name a tenant: a tenant's name becomes a path
+// component of its storage keys and a part of its sandboxes' names, where "." and ".."
+// would mean the bucket's root or another tenant's place.
+func validTenant(name string) bool {
+	return tenantRE.MatchString(name) && name != "." && name != ".."
+}
+
 // Keys maps API keys to tenants. Only SHA-256 hashes of the keys are kept.
 type Keys struct {
 	byHash map[[32]byte]string
@@ -30,8 +37,8 @@ func ParseKeys(list, file string) (*Keys, error) {
 			return
 		}
 		tenant, key, ok := strings.Cut(entry, ":")
-		if !ok || !tenantRE.MatchString(tenant) || key == "" {
-			bad = append(bad, fmt.Sprintf("%s: want tenant:key with tenant matching %s", where, tenantRE))
+		if !ok || !validTenant(tenant) || key == "" {
+			bad = append(bad, fmt.Sprintf("%s: want tenant:key with tenant matching %s (and not . or ..)", where, tenantRE))
 			return
 		}
 		if hexSum, ok := strings.CutPrefix(key, "sha256:"); ok {

@@ -27,6 +27,16 @@ func TestParseKeys(t *testing.T) {
 			t.Errorf("error should report %s: %v", want, err)
 		}
 	}
+	// "." and ".." would be path components of the tenant's storage keys.
+	_, err = ParseKeys("ok:k1,.:k2,..:k3,...:k4", "..:sha256:"+hex.EncodeToString(sum[:]))
+	for _, want := range []string{"entry 2", "entry 3", "line 1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error should report %s: %v", want, err)
+		}
+	}
+	if err != nil && (strings.Contains(err.Error(), "entry 1:") || strings.Contains(err.Error(), "entry 4")) {
+		t.Errorf("ok and ... are tenant names: %v", err)
+	}
 	if _, err := ParseKeys("", ""); err == nil {
 		t.Error("no keys should be an error")
 	}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+
+	"github.com/codeinterp/codeinterp/internal/service"
 )
 
 // decodeJSON reads a JSON body into v, refusing unknown fields, trailing data and
@@ -35,9 +37,12 @@ func jsonError(err error) error {
 		syntax  *json.SyntaxError
 		typ     *json.UnmarshalTypeError
 		tooBig  *http.MaxBytesError
+		busy    *service.Error
 		unknown = "json: unknown field "
 	)
 	switch {
+	case errors.As(err, &busy): // the budget of bodies ran out while reading
+		return busy
 	case errors.As(err, &tooBig):
 		return tooLarge("", "the request body is over %d bytes; upload big files with POST /v1/files and reference them by object", tooBig.Limit)
 	case errors.As(err, &syntax):

@@ -99,7 +99,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			// Redis is down, restarting, loading its data or full: retry later.
 			apiErr = fromService(service.Outage(err))
 		default:
-			apiErr = &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error; the request id is in the X-Request-Id header"}
+			// The error's words may name internal hosts and stores: they are logged
+			// under the request id, which is all the client is told.
+			apiErr = &Error{Status: http.StatusInternalServerError, Code: "internal",
+				Message: "internal error (request id " + c.Response().Header().Get(echo.HeaderXRequestID) + ", also in the X-Request-Id header); the operator's logs have the details"}
 		}
 		if apiErr.Status >= 500 {
 			log.Error("request failed", "method", c.Request().Method, "path", c.Path(),

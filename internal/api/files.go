@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/codeinterp/codeinterp/internal/service"
 )
 
 // upload is POST /v1/files: a multipart form with one "file" part, or a raw body with
@@ -18,6 +20,10 @@ func (s *Server) upload(c echo.Context) error {
 		fh, err := c.FormFile("file")
 		if err != nil {
 			var tooBig *http.MaxBytesError
+			var busy *service.Error // the budget of bodies ran out while reading
+			if errors.As(err, &busy) {
+				return busy
+			}
 			if errors.As(err, &tooBig) {
 				return tooLarge("file", "the upload is over %d bytes", tooBig.Limit)
 			}

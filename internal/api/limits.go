@@ -76,23 +76,32 @@ func (s *Server) longLived(always bool) echo.MiddlewareFunc {
 	}
 }
 
-// bodyBudget bounds the bytes of request bodies being read at once on this process:
-// a body that does not fit is refused with 503 rather than read, so a burst of large
-// requests cannot exhaust memory.
-type bodyBudget struct{ sem *semaphore.Weighted }
-
-func (s *Server) budgeted(max int64) echo.MiddlewareFunc {
+// budgeted bounds the bytes of request bodies held at once on this process, with the
+// service's budget (which input files fetched by URL share): a body of known length
+// reserves it before it is read, and one that does not fit is refused with 503
+// rather than read, so a burst of large requests cannot exhaust memory. A body of
+// unknown length (chunked) reserves as it arrives, up to max; when the budget runs
+// out mid-body the request fails with the same 503. whole reserves max at once for a
+// body of unknown length instead, for a handler that could not tell that failure
+// from a bad body (the MCP SDK's).
+func (s *Server) budgeted(max int64, whole bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			n := c.Request().ContentLength
+			req := c.Request()
+			n := req.ContentLength
+			if n < 0 && !whole {
+				m := s.bodies.Meter(req.Body, max)
+				defer m.Release()
+				req.Body = m
+				return next(c)
+			}
 			if n < 0 || n > max {
 				n = max // unknown length: it may use all it is allowed
 			}
-			if !s.bodies.sem.TryAcquire(n) {
-				return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", RetryAfter: 1,
-					Message: "this server is reading as many large requests as it can; retry"}
+			if err := s.bodies.Reserve(n); err != nil {
+				return err
 			}
-			defer s.bodies.sem.Release(n)
+			defer s.bodies.Release(n)
 			return next(c)
 		}
 	}

@@ -34,12 +34,26 @@ var methods = map[string]bool{
 	http.MethodDelete: true, http.MethodPatch: true, http.MethodOptions: true,
 }
 
-// metricsHandler serves the process metrics and, read from Redis at each scrape, the
-// tenants' usage (the same on every API replica).
+// metricsHandler serves the process metrics and, read from Redis at each scrape (in a
+// fixed number of round trips: service.UsageAll), the tenants' usage (the same on
+// every API replica).
 func (s *Server) metricsHandler() http.Handler {
 	usage := prometheus.NewRegistry()
 	usage.MustRegister(usageCollector{svc: s.svc})
 	usage.MustRegister(s.cfg.Collectors...)
+	// This process's budget of bodies (CODEINTERP_INFLIGHT_BYTES): request bodies and
+	// input files fetched by URL.
+	usage.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "codeinterp_api_inflight_bytes",
+			Help: "Bytes of request bodies and fetched input files this API process holds now."},
+			func() float64 { return float64(s.bodies.Held()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "codeinterp_api_inflight_limit_bytes",
+			Help: "The most bytes of request bodies and fetched input files this API process holds at once (CODEINTERP_INFLIGHT_BYTES)."},
+			func() float64 { return float64(s.bodies.Size()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "codeinterp_api_inflight_refused_total",
+			Help: "Requests and fetches refused (503) because the budget of bodies was used up."},
+			func() float64 { return float64(s.bodies.Refused()) }),
+	)
 	return promhttp.HandlerFor(prometheus.Gatherers{registry, usage}, promhttp.HandlerOpts{})
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/codeinterp/codeinterp/internal/service"
 	"github.com/codeinterp/codeinterp/jobs"
 )
 
@@ -38,6 +39,10 @@ func (s *Server) uploadSkill(c echo.Context) error {
 		fh, err := c.FormFile("file")
 		if err != nil {
 			var tooBig *http.MaxBytesError
+			var busy *service.Error // the budget of bodies ran out while reading
+			if errors.As(err, &busy) {
+				return busy
+			}
 			if errors.As(err, &tooBig) {
 				return tooLarge("file", "the archive is over %d bytes", tooBig.Limit)
 			}

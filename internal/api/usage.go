@@ -35,7 +35,7 @@ func (s *Server) usage(c echo.Context) error {
 		"quotas": map[string]any{
 			"submissions_per_second": q.Rate, "burst": q.Burst, "active_executions": q.Active,
 			"queued_per_thread": q.ThreadQueue, "streams": q.Streams, "upload_bytes_per_day": q.UploadBytesDay,
-			"skill_bytes": q.SkillBytes,
+			"skill_bytes": q.SkillBytes, "mcp_sessions": q.MCPSessions,
 		},
 	})
 }

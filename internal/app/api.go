@@ -19,6 +19,9 @@ import (
 // API is a wired HTTP API: its handler, and the subscription long-polls wait on.
 type API struct {
 	Handler http.Handler
+	// Metrics serves /metrics, on a listener of its own (CODEINTERP_METRICS_ADDR):
+	// the metrics name every tenant, so the API's port does not serve them.
+	Metrics http.Handler
 	Service *service.Service
 	waiter  *records.Waiter
 	cfg     config.Config
@@ -47,6 +50,10 @@ func (a *App) API(ctx context.Context) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
+	fetches, err := cfg.Fetches()
+	if err != nil {
+		return nil, err
+	}
 	profiles, err := cfg.SandboxProfiles()
 	if err != nil {
 		return nil, err
@@ -58,6 +65,10 @@ func (a *App) API(ctx context.Context) (*API, error) {
 	svc := service.New(service.Config{
 		Records: a.Records, Threads: a.Threads, Waiter: waiter, Queue: jobs.NewEnqueuer(a.Tasks), Store: a.Store, Quotas: a.Quotas,
 		WebhookTenants: tenantSet(hooks.Secrets), WebhookGuard: hooks.Guard, Logger: a.Logger, Profiles: profiles,
+		Fetch: service.Fetch{Guard: fetches, MaxFiles: cfg.FetchMaxFiles, Timeout: cfg.FetchTimeout},
+		// One budget for the bodies the API reads and the files it fetches; the largest
+		// single body always fits.
+		Bodies: service.NewBudget(max(cfg.InflightBytes, cfg.MaxRequestBytes, cfg.WorkspaceMB<<20)),
 		Skills: a.Skills, SkillStore: a.SkillStore,
 		SkillLimits: service.SkillLimits{
 			MaxBytes: cfg.SkillMaxBytes, MaxUnpacked: cfg.SkillMaxUnpacked, MaxFiles: cfg.SkillMaxFiles,
@@ -70,15 +81,17 @@ func (a *App) API(ctx context.Context) (*API, error) {
 	})
 	endpoint := mcp.New(mcp.Config{
 		Service: svc, Tenant: keys.Tenant, Logger: a.Logger, SessionTimeout: cfg.MCPSessionTimeout,
+		Sessions: func(t string) int { return a.Quotas.Limits(t).MCPSessions },
 		Limits: mcp.Limits{
 			TextBytes: cfg.MCPTextBytes, ImageSide: cfg.MCPImageSide, ImageBytes: cfg.MCPImageBytes,
+			ImagePixels: cfg.MCPImagePixels, Images: cfg.MCPImages,
 			FileBytes: cfg.WorkspaceMB << 20, RequestBytes: cfg.MaxRequestBytes,
 		},
 	})
 	srv := api.New(api.Config{
-		Service: svc, Keys: keys, MCP: endpoint, Logger: a.Logger, Collectors: []prometheus.Collector{a.redisMemory()},
+		Service: svc, Keys: keys, MCP: endpoint, Logger: a.Logger, Collectors: []prometheus.Collector{a.redisMemory(), endpoint},
 		Limits: api.Limits{
-			MaxRequestBytes: cfg.MaxRequestBytes, MaxUploadBytes: cfg.WorkspaceMB << 20, InflightBytes: cfg.InflightBytes,
+			MaxRequestBytes: cfg.MaxRequestBytes, MaxUploadBytes: cfg.WorkspaceMB << 20,
 			Streams: cfg.StreamPool, TenantStreams: func(t string) int { return a.Quotas.Limits(t).Streams },
 			MaxSkillBytes: cfg.SkillMaxBytes,
 		},
@@ -97,7 +110,7 @@ func (a *App) API(ctx context.Context) (*API, error) {
 			}},
 		},
 	})
-	return &API{Handler: srv, Service: svc, waiter: waiter, cfg: cfg}, nil
+	return &API{Handler: srv, Metrics: srv.Metrics(), Service: svc, waiter: waiter, cfg: cfg}, nil
 }
 
 // HTTPServer returns the API's HTTP server on addr, with the timeouts and header
@@ -110,6 +123,13 @@ func (x *API) HTTPServer(addr string) *http.Server {
 		WriteTimeout: x.cfg.HTTPWriteTimeout, IdleTimeout: x.cfg.HTTPIdleTimeout,
 		MaxHeaderBytes: x.cfg.HTTPHeaderBytes,
 	}
+}
+
+// MetricsServer returns the server of /metrics on addr (and nothing else).
+func (x *API) MetricsServer(addr string) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", x.Metrics)
+	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: x.cfg.HTTPHeaderTimeout, IdleTimeout: x.cfg.HTTPIdleTimeout}
 }
 
 // Close ends the API's subscription.

@@ -78,7 +78,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error
 		return nil, err
 	}
 	a := &App{Config: cfg, Logger: log, Redis: rdb, Streams: streams, Store: store, Tasks: asynq.NewClientFromRedisClient(rdb)}
-	a.SkillStore, a.Skills = skillStore, skills.New(rdb, skills.Config{Prefix: cfg.KeyPrefix, ThreadTTL: cfg.Retention})
+	a.SkillStore, a.Skills = skillStore, skills.New(rdb, skills.Config{Prefix: cfg.KeyPrefix, ThreadTTL: cfg.Retention, MaxVersions: cfg.SkillMaxVersions})
 	quotas, err := cfg.Quotas()
 	if err != nil {
 		a.Close()

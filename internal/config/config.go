@@ -99,6 +99,7 @@ type Config struct {
 	QuotaStreams        int     `env:"QUOTA_STREAMS" envDefault:"16"`                   // open event streams and long-polls, per API process
 	QuotaUploadBytesDay int64   `env:"QUOTA_UPLOAD_BYTES_DAY" envDefault:"10737418240"` // bytes uploaded per UTC day
 	QuotaSkillBytes     int64   `env:"QUOTA_SKILL_BYTES" envDefault:"1073741824"`       // bytes of skills held
+	QuotaMCPSessions    int     `env:"QUOTA_MCP_SESSIONS" envDefault:"64"`              // MCP sessions open, per API process
 	TenantQuotas        string  `env:"TENANT_QUOTAS"`                                   // tenant:name=value,...;tenant:...
 
 	// Sandbox profiles beside the default one, and which tenants may use which
@@ -115,6 +116,10 @@ type Config struct {
 	MCPImageSide      int           `env:"MCP_IMAGE_SIDE" envDefault:"1024"`    // a figure's longer side, in pixels
 	MCPImageBytes     int           `env:"MCP_IMAGE_BYTES" envDefault:"262144"` // a figure's PNG, after downscaling
 	MCPSessionTimeout time.Duration `env:"MCP_SESSION_TIMEOUT" envDefault:"1h"` // an idle session is closed (its thread stays)
+	// How many figures of a result are fitted, and how large one may be to be decoded
+	// (larger ones, and 16-bit ones, are links): a figure is the user's bytes.
+	MCPImagePixels int `env:"MCP_IMAGE_PIXELS" envDefault:"4194304"` // decoded to be downscaled
+	MCPImages      int `env:"MCP_IMAGES" envDefault:"4"`             // fitted per result; the rest are links
 
 	// Skills (docs/API.md, "Skills"): the bucket they are kept in (no expiry; default
 	// "<S3_BUCKET>-skills"), what one upload may hold, how many an execution attaches,
@@ -124,6 +129,7 @@ type Config struct {
 	SkillMaxUnpacked   int64  `env:"SKILL_MAX_UNPACKED_BYTES" envDefault:"67108864"` // its files, unpacked
 	SkillMaxFiles      int    `env:"SKILL_MAX_FILES" envDefault:"2000"`              // its files and directories
 	SkillsPerExecution int    `env:"SKILLS_PER_EXECUTION" envDefault:"8"`            // attached to one execution (a thread's included)
+	SkillMaxVersions   int    `env:"SKILL_MAX_VERSIONS" envDefault:"100"`            // versions of one skill; more are refused
 	SkillCacheDir      string `env:"SKILL_CACHE_DIR"`                                // default <tmp>/codeinterp-skills
 	SkillCacheBytes    int64  `env:"SKILL_CACHE_BYTES" envDefault:"1073741824"`      // per worker host
 
@@ -144,6 +150,12 @@ type Config struct {
 	WebhookAllow   string        `env:"WEBHOOK_ALLOW"`
 	WebhookTimeout time.Duration `env:"WEBHOOK_TIMEOUT" envDefault:"10s"`
 	WebhookPorts   string        `env:"WEBHOOK_PORTS"` // if set, the only ports webhooks may use: "443,8443"
+
+	// Input files given by URL, fetched by the API (an egress guard of their own).
+	FetchAllow    string        `env:"FETCH_ALLOW"`                     // CIDRs or addresses fetches may reach although private
+	FetchPorts    string        `env:"FETCH_PORTS"`                     // if set, the only ports fetches may use
+	FetchMaxFiles int           `env:"FETCH_MAX_FILES" envDefault:"16"` // files one request names by URL
+	FetchTimeout  time.Duration `env:"FETCH_TIMEOUT" envDefault:"60s"`  // all the URL files of one request
 
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
@@ -230,10 +242,14 @@ func (c Config) validate() error {
 	check(c.IdlePause > 0 && c.IdleReap > c.IdlePause, "CODEINTERP_IDLE_REAP (%s) must be longer than CODEINTERP_IDLE_PAUSE (%s), both positive", c.IdleReap, c.IdlePause)
 	check(c.JanitorInterval >= 100*time.Millisecond, "CODEINTERP_JANITOR_INTERVAL %s: want at least 100ms", c.JanitorInterval)
 	check(c.Concurrency >= 1, "CODEINTERP_WORKER_CONCURRENCY %d: want at least 1", c.Concurrency)
+	check(c.MetricsAddr != c.APIAddr, "CODEINTERP_METRICS_ADDR %q: want a listener apart from CODEINTERP_API_ADDR (the metrics name every tenant)", c.MetricsAddr)
 	check(c.TaskCheckInterval >= 10*time.Millisecond, "CODEINTERP_TASK_CHECK_INTERVAL %s: want at least 10ms", c.TaskCheckInterval)
 	_, err = c.Webhooks()
 	check(err == nil, "%v", err)
 	check(c.WebhookTimeout >= time.Second, "CODEINTERP_WEBHOOK_TIMEOUT %s: want at least 1s", c.WebhookTimeout)
+	_, err = c.Fetches()
+	check(err == nil, "%v", err)
+	check(c.FetchMaxFiles >= 1 && c.FetchTimeout >= time.Second, "CODEINTERP_FETCH_MAX_FILES (%d) want at least 1, CODEINTERP_FETCH_TIMEOUT (%s) at least 1s", c.FetchMaxFiles, c.FetchTimeout)
 	check(c.MaxResults >= 1 && c.MaxResultBytes >= 1024, "CODEINTERP_MAX_RESULTS (%d) want at least 1, CODEINTERP_MAX_RESULT_BYTES (%d) at least 1024", c.MaxResults, c.MaxResultBytes)
 	check(c.StreamBytes >= 0 && c.CollectBytes >= 0, "CODEINTERP_STREAM_BYTES and CODEINTERP_COLLECT_BYTES must not be negative")
 	check(c.MaxRecordBytes >= 1<<20, "CODEINTERP_MAX_RECORD_BYTES %d: want at least 1 MiB", c.MaxRecordBytes)
@@ -257,6 +273,8 @@ func (c Config) validate() error {
 	check(c.MCPTextBytes >= 256 && c.MCPImageSide >= 16 && c.MCPImageBytes >= 1024 && c.MCPSessionTimeout >= time.Minute,
 		"CODEINTERP_MCP_TEXT_BYTES (%d) want at least 256, _IMAGE_SIDE (%d) at least 16, _IMAGE_BYTES (%d) at least 1024, _SESSION_TIMEOUT (%s) at least 1m",
 		c.MCPTextBytes, c.MCPImageSide, c.MCPImageBytes, c.MCPSessionTimeout)
+	check(c.MCPImagePixels >= 1<<16 && c.MCPImages >= 1, "CODEINTERP_MCP_IMAGE_PIXELS (%d) want at least 65536, CODEINTERP_MCP_IMAGES (%d) at least 1", c.MCPImagePixels, c.MCPImages)
+	check(c.SkillMaxVersions >= 1, "CODEINTERP_SKILL_MAX_VERSIONS (%d) want at least 1", c.SkillMaxVersions)
 	check(c.SkillMaxBytes >= 1024 && c.SkillMaxUnpacked >= 1024 && c.SkillMaxFiles >= 1 && c.SkillsPerExecution >= 1 && c.SkillCacheBytes >= c.SkillMaxUnpacked,
 		"CODEINTERP_SKILL_MAX_BYTES (%d) and _SKILL_MAX_UNPACKED_BYTES (%d) want at least 1024, _SKILL_MAX_FILES (%d) and _SKILLS_PER_EXECUTION (%d) at least 1, _SKILL_CACHE_BYTES (%d) at least _SKILL_MAX_UNPACKED_BYTES",
 		c.SkillMaxBytes, c.SkillMaxUnpacked, c.SkillMaxFiles, c.SkillsPerExecution, c.SkillCacheBytes)

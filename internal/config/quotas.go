@@ -8,5 +8,6 @@ func (c Config) Quotas() (quota.Table, error) {
 	return quota.ParseOverrides(quota.Limits{
 		Rate: c.QuotaRate, Burst: c.QuotaBurst, Active: c.QuotaActive, ThreadQueue: c.QuotaThreadQueue,
 		Streams: c.QuotaStreams, UploadBytesDay: c.QuotaUploadBytesDay, SkillBytes: c.QuotaSkillBytes,
+		MCPSessions: c.QuotaMCPSessions,
 	}, c.TenantQuotas)
 }

@@ -31,7 +31,23 @@ func (c Config) Webhooks() (Webhooks, error) {
 		}
 		w.Secrets[tenant] = secret
 	}
-	for _, entry := range strings.Split(c.WebhookAllow, ",") {
+	var err error
+	w.Guard, err = guardOf("CODEINTERP_WEBHOOK_ALLOW", c.WebhookAllow, "CODEINTERP_WEBHOOK_PORTS", c.WebhookPorts)
+	return w, err
+}
+
+// Fetches returns the egress guard of input files given by URL: their own allow-list,
+// CODEINTERP_FETCH_ALLOW, and ports, CODEINTERP_FETCH_PORTS (an internal webhook
+// receiver the operator trusts is not thereby readable by every tenant).
+func (c Config) Fetches() (webhook.Guard, error) {
+	return guardOf("CODEINTERP_FETCH_ALLOW", c.FetchAllow, "CODEINTERP_FETCH_PORTS", c.FetchPorts)
+}
+
+// guardOf parses an allow-list (CIDRs or addresses, "10.1.0.0/16,127.0.0.1") and a
+// list of ports ("443,8443"), named allowVar and portsVar in errors.
+func guardOf(allowVar, allow, portsVar, ports string) (webhook.Guard, error) {
+	var g webhook.Guard
+	for _, entry := range strings.Split(allow, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
 			continue
@@ -40,22 +56,22 @@ func (c Config) Webhooks() (Webhooks, error) {
 		if err != nil {
 			a, aerr := netip.ParseAddr(entry)
 			if aerr != nil {
-				return w, fmt.Errorf("CODEINTERP_WEBHOOK_ALLOW %q: want a CIDR or an address", entry)
+				return g, fmt.Errorf("%s %q: want a CIDR or an address", allowVar, entry)
 			}
 			p = netip.PrefixFrom(a, a.BitLen())
 		}
-		w.Guard.Allow = append(w.Guard.Allow, p)
+		g.Allow = append(g.Allow, p)
 	}
-	for _, entry := range strings.Split(c.WebhookPorts, ",") {
+	for _, entry := range strings.Split(ports, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
 			continue
 		}
 		p, err := strconv.ParseUint(entry, 10, 16)
 		if err != nil || p == 0 {
-			return w, fmt.Errorf("CODEINTERP_WEBHOOK_PORTS %q: want port numbers", entry)
+			return g, fmt.Errorf("%s %q: want port numbers", portsVar, entry)
 		}
-		w.Guard.Ports = append(w.Guard.Ports, uint16(p))
+		g.Ports = append(g.Ports, uint16(p))
 	}
-	return w, nil
+	return g, nil
 }

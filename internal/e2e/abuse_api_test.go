@@ -472,6 +472,21 @@ var (
 	labelRE  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 )
 
+// scrape reads /metrics from the API's internal listener.
+func (s *stack) scrape(t *testing.T) answer {
+	t.Helper()
+	req, err := http.NewRequest("GET", s.metrics+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := send(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "GET /metrics (internal)", a, http.StatusOK)
+	return a
+}
+
 // samples returns the samples of the metrics named name in a /metrics page.
 func samples(page []byte, name string) []sample {
 	var out []sample
@@ -524,12 +539,11 @@ func TestAbuseAPIMetricsCardinality(t *testing.T) {
 		s.request(t, "key-a", "GET", path, nil)
 		s.request(t, "", "POST", path, nil)
 	}
-	page := s.request(t, "", "GET", "/metrics", nil)
-	wantStatus(t, "GET /metrics", page, http.StatusOK)
+	page := s.scrape(t)
 
 	methods := map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "DELETE": true, "PATCH": true, "OPTIONS": true, "other": true}
 	// The routes of internal/api/server.go, and the catch-alls echo adds for the /v1 group.
-	routes := map[string]bool{"unmatched": true, "/healthz": true, "/readyz": true, "/metrics": true, "/openapi.json": true,
+	routes := map[string]bool{"unmatched": true, "/healthz": true, "/readyz": true, "/openapi.json": true,
 		"/v1": true, "/v1/*": true, "/v1/executions": true, "/v1/executions/:id": true, "/v1/executions/:id/cancel": true,
 		"/v1/executions/:id/events": true, "/v1/threads": true, "/v1/threads/:id": true, "/v1/threads/:id/files/*": true,
 		"/v1/files": true, "/v1/usage": true, "/mcp": true, "/v1/threads/:id/reset": true, "/v1/runtimes": true,
@@ -553,7 +567,8 @@ func TestAbuseAPIMetricsCardinality(t *testing.T) {
 }
 
 // A tenant sees what it used, what it holds now and its quotas, and nothing of
-// another tenant's; the same counts are on /metrics, labelled by tenant.
+// another tenant's; the same counts are on /metrics (the internal listener), labelled
+// by tenant.
 func TestAbuseAPIUsage(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{env: map[string]string{
@@ -590,7 +605,7 @@ func TestAbuseAPIUsage(t *testing.T) {
 		t.Errorf("globex's usage %+v, want none", g)
 	}
 
-	page := s.request(t, "", "GET", "/metrics", nil)
+	page := s.scrape(t)
 	got := map[string]float64{}
 	for _, name := range []string{"codeinterp_tenant_executions_total", "codeinterp_tenant_wall_seconds_total", "codeinterp_tenant_active_executions"} {
 		for _, sm := range samples(page.body, name) {
@@ -611,6 +626,13 @@ func TestAbuseAPIUsage(t *testing.T) {
 	for k := range got {
 		if strings.Contains(k, " globex") {
 			t.Errorf("/metrics has %s: globex ran nothing", k)
+		}
+	}
+	// The API's own port serves no metrics, to anyone: they name every tenant.
+	for _, key := range []string{"", "key-a", "key-b"} {
+		a := s.request(t, key, "GET", "/metrics", nil)
+		if a.status != http.StatusNotFound || bytes.Contains(a.body, []byte("acme")) || bytes.Contains(a.body, []byte("codeinterp_")) {
+			t.Errorf("GET /metrics on the API's port (key %q): %d %.300s; want 404 naming no tenant", key, a.status, a.body)
 		}
 	}
 }
@@ -652,7 +674,7 @@ func receive(t *testing.T, what string, answers <-chan answer) answer {
 
 // The bodies an API process reads at once are bounded: while one large body is on its
 // way, another is refused with 503 and Retry-After, and accepted once the first is in.
-// A body of unknown length holds the most a body may use.
+// A body of unknown length holds what has arrived of it.
 func TestAbuseAPIBodyBudget(t *testing.T) {
 	t.Parallel()
 	const size = 2 << 20
@@ -688,41 +710,29 @@ func TestAbuseAPIBodyBudget(t *testing.T) {
 	wantStatus(t, "the slow body", receive(t, "the slow body", first), http.StatusAccepted)
 	wantStatus(t, "the second large body again", s.request(t, "key-a", "POST", "/v1/executions", bytes.NewReader(body)), http.StatusAccepted)
 
-	// Chunked, a small body may still grow to the limit: it is counted as that. Written
-	// by hand on a connection of its own, so the headers and the first chunk are surely
-	// on the wire before the budget is looked at (Go's client may hold back a body of
-	// unknown length while it probes it). The server releases a body's budget when its
-	// handler returns, which can be just after the client has the answer: a request
-	// that came too soon after another (a probe included) is refused at once, and is
-	// sent again.
+	// Chunked, a body holds only what has arrived (in steps), not the most it may grow
+	// to: while one is open, another small body is still read. Written by hand on a
+	// connection of its own, so the headers and the first chunk are surely on the wire
+	// (Go's client may hold back a body of unknown length while it probes it).
 	u, _ := url.Parse(s.url)
-	var (
-		conn net.Conn
-		rd   *bufio.Reader
-	)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	rd := bufio.NewReader(conn)
 	part := `{"code": "print(1)"`
-	eventually(t, time.Minute, "a chunked body holds the whole budget", func() bool {
-		if conn != nil {
-			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-			if _, err := rd.Peek(1); err == nil { // answered already: refused, send again
-				conn.Close()
-				conn = nil
-			}
-		}
-		if conn == nil {
-			c, err := net.Dial("tcp", u.Host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			if _, err := fmt.Fprintf(c, "POST /v1/executions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer key-a\r\n"+
-				"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", u.Host, len(part), part); err != nil {
-				t.Fatal(err)
-			}
-			conn, rd = c, bufio.NewReader(c)
-			return false
-		}
-		return s.request(t, "key-a", "POST", "/v1/executions", strings.NewReader("{}")).status == http.StatusServiceUnavailable
+	if _, err := fmt.Fprintf(conn, "POST /v1/executions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer key-a\r\n"+
+		"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", u.Host, len(part), part); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the chunked body being read, holding one step", func() bool {
+		return s.metric(t, "codeinterp_api_inflight_bytes") == 64<<10
+	})
+	// The server releases a body's budget when its handler returns, which can be just
+	// after the client has the answer: a probe may meet another's last moment.
+	eventually(t, time.Minute, "a small body read beside the open chunked one", func() bool {
+		return s.request(t, "key-a", "POST", "/v1/executions", strings.NewReader("{}")).status == http.StatusBadRequest
 	})
 	_ = conn.SetDeadline(time.Now().Add(2 * time.Minute))
 	if _, err := io.WriteString(conn, "1\r\n}\r\n0\r\n\r\n"); err != nil {

@@ -47,6 +47,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 type stack struct {
 	t       *testing.T
 	url     string
+	metrics string // the API's internal listener of /metrics (CODEINTERP_METRICS_ADDR)
 	app     *app.App
 	cfg     config.Config
 	rdb     *redis.Client
@@ -194,6 +195,9 @@ func newStack(t *testing.T, opt stackOptions) *stack {
 	srv := httptest.NewServer(x.Handler)
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
+	ms := httptest.NewServer(x.MetricsServer("").Handler)
+	t.Cleanup(ms.Close)
+	s.metrics = ms.URL
 	s.http = testenv.OpenAPIClient(t, srv.URL)
 	if !opt.noWorkers {
 		s.addWorker()

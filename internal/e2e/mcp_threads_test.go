@@ -101,7 +101,9 @@ func TestMCPThreadTools(t *testing.T) {
 	t.Run("long output keeps its head and tail", func(t *testing.T) {
 		// 1.2 MB: past the worker's inline 1 MiB (the tail comes from stdout.log) and
 		// far past the 16 KiB a model is sent.
-		res, ex := runCode(t, cs, "for i in range(100000):\n    print(f'line {i:06d}')")
+		// A timeout sized to the work: printing takes ~0.5 s under runc, a few under
+		// gVisor on a busy host (it took 21 s there when each line was a system call).
+		res, ex := runCode(t, cs, "for i in range(100000):\n    print(f'line {i:06d}')", map[string]any{"timeout_s": 120})
 		text := texts(res)
 		if res.IsError || !strings.HasPrefix(text, "line 000000\n") || !strings.HasSuffix(text, "line 099999\n\n") ||
 			!strings.Contains(text, "bytes left out; the whole output is the file stdout.log (http") || len(text) > 17<<10 {

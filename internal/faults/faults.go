@@ -47,7 +47,12 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	// The workers and the janitor write their journals here as their own user
+	// (uid 10001, deploy/server/Dockerfile), not this process's.
 	if err := os.MkdirAll(jdir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(jdir, 0o777); err != nil {
 		return nil, err
 	}
 	st := cfg.Stack

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -30,9 +31,19 @@ type Stack struct {
 func (s *Stack) URL() string { return fmt.Sprintf("http://localhost:%d", s.APIPort) }
 
 func (s *Stack) env() []string {
-	return append(os.Environ(), "COMPOSE_PROJECT_NAME="+s.Project, "FAULTS_PREFIX="+s.Prefix, "FAULTS_TAG="+s.Tag,
+	env := append(os.Environ(), "COMPOSE_PROJECT_NAME="+s.Project, "FAULTS_PREFIX="+s.Prefix, "FAULTS_TAG="+s.Tag,
 		fmt.Sprintf("FAULTS_API_PORT=%d", s.APIPort), fmt.Sprintf("FAULTS_S3_PORT=%d", s.S3Port),
 		"FAULTS_JOURNAL_DIR="+s.JournalDir)
+	// The workers and the janitor run unprivileged and reach Docker as members of its
+	// socket's group (the Makefile sets the variable; go run ./cmd/faults may not).
+	if os.Getenv("CODEINTERP_DOCKER_GID") == "" {
+		if fi, err := os.Stat("/var/run/docker.sock"); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				env = append(env, fmt.Sprintf("CODEINTERP_DOCKER_GID=%d", st.Gid))
+			}
+		}
+	}
+	return env
 }
 
 // compose runs a compose command on the stack and returns its standard output.

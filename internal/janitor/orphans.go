@@ -49,7 +49,13 @@ func (j *Janitor) sweepOrphans(ctx context.Context, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	// One sandbox that cannot be reclaimed (its code broke it, the engine failed on
+	// it) must not hold back the others: each failure is kept, and the sweep goes on.
+	var failed []error
 	for _, sb := range list {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		old := now.Sub(sb.Created) >= j.cfg.OrphanAge
 		var err error
 		switch tk, known := byName[sb.Name]; {
@@ -64,11 +70,17 @@ func (j *Janitor) sweepOrphans(ctx context.Context, rep *Report) error {
 			err = j.remove(ctx, sb, rep)
 		}
 		if err != nil {
-			return err
+			failed = append(failed, fmt.Errorf("reclaim sandbox %s: %w", sb.Name, err))
 		}
 	}
-	return nil
+	if len(failed) > maxFailures {
+		failed = append(failed[:maxFailures], fmt.Errorf("and %d more", len(failed)-maxFailures))
+	}
+	return errors.Join(failed...)
 }
+
+// maxFailures bounds the failed reclaims one sweep reports (all are retried next).
+const maxFailures = 10
 
 // threadNames maps the container name of every active thread's sandbox to the thread.
 func (j *Janitor) threadNames(ctx context.Context) (map[string]jobs.ThreadKey, error) {

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,14 +11,10 @@ import (
 	"github.com/codeinterp/codeinterp/sandbox"
 )
 
-// maxFigureBytes bounds a figure read to be downscaled (the worker keeps figures
-// under the result budget; this is a second bound, on what this process decodes).
-const maxFigureBytes = 16 << 20
-
 // content is what a model reads of an execution: stdout and stderr (clipped to the
-// text budget), the last expression's value, each figure as a PNG image fitted to
-// the image budget, the error with its traceback, each output file as a link, and
-// the service's notes.
+// text budget), the last expression's value, the first figures (Limits.Images) as
+// PNG images fitted to the image budget and the others as links, the error with its
+// traceback, each output file as a link, and the service's notes.
 func (s *server) content(ctx context.Context, ex *jobs.Execution, v *jobs.View) []mcp.Content {
 	files, stored := map[string]jobs.FileView{}, map[string]jobs.File{}
 	for _, f := range v.Files {
@@ -42,8 +37,14 @@ func (s *server) content(ctx context.Context, ex *jobs.Execution, v *jobs.View) 
 		case "text/plain":
 			text("[result]\n" + s.clipText(r.Text))
 		case "image/png":
+			var img *mcp.ImageContent
+			outcome := figOverCount
+			if len(figures) < s.cfg.Limits.Images {
+				img, outcome = s.figure(ctx, stored[r.File])
+			}
 			figures[r.File] = true
-			if img := s.figure(ctx, stored[r.File]); img != nil {
+			s.figures.WithLabelValues(outcome).Inc()
+			if img != nil {
 				out = append(out, img)
 			} else if f, ok := files[r.File]; ok {
 				out = append(out, link(f))
@@ -104,27 +105,6 @@ func (s *server) stream(ctx context.Context, head string, cut bool, log jobs.Fil
 		}
 	}
 	return clip(head, tail, log.Size, s.cfg.Limits.TextBytes, "the file "+log.Name+" ("+view.URL+")")
-}
-
-// figure reads a figure and fits it to the image budget, or returns nil.
-func (s *server) figure(ctx context.Context, f jobs.File) *mcp.ImageContent {
-	if f.Key == "" || f.Size > maxFigureBytes {
-		return nil
-	}
-	rc, _, err := s.svc.OpenFile(ctx, f)
-	if err != nil {
-		return nil
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, maxFigureBytes))
-	if err != nil {
-		return nil
-	}
-	fitted, ok := fitPNG(data, s.cfg.Limits.ImageSide, s.cfg.Limits.ImageBytes)
-	if !ok {
-		return nil
-	}
-	return &mcp.ImageContent{Data: fitted, MIMEType: "image/png"}
 }
 
 // link is a file as a resource link: its presigned URL, name, type and size.

@@ -17,6 +17,7 @@ import (
 	"github.com/codeinterp/codeinterp/internal/service"
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/sandbox"
+	"github.com/codeinterp/codeinterp/storage"
 )
 
 type uploadInput struct {
@@ -88,12 +89,22 @@ func (s *server) upload(ctx context.Context, req *mcp.CallToolRequest, in upload
 	if err != nil {
 		return nil, nil, err
 	}
-	body, size, err := s.uploadBody(ctx, in)
-	if err != nil {
-		return nil, nil, s.callError("upload_file", err)
+	var (
+		name string
+		obj  storage.Object
+	)
+	switch {
+	case in.ContentBase64 != "" && in.URL != "":
+		err = service.Invalid("url", "give content_base64 or url, not both")
+	case in.URL != "":
+		// The service takes the tenant's rate token before it connects anywhere.
+		name, obj, err = s.svc.PutFileURL(ctx, tenant, thread, in.Name, "url", in.URL)
+	default:
+		var data []byte
+		if data, err = s.decode(in.ContentBase64); err == nil {
+			name, obj, err = s.svc.PutFile(ctx, tenant, thread, in.Name, bytes.NewReader(data), int64(len(data)))
+		}
 	}
-	defer body.Close()
-	name, obj, err := s.svc.PutFile(ctx, tenant, thread, in.Name, body, size)
 	if err != nil {
 		return nil, nil, s.callError("upload_file", err)
 	}
@@ -101,26 +112,16 @@ func (s *server) upload(ctx context.Context, req *mcp.CallToolRequest, in upload
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s is in the workspace (%d bytes)", name, obj.Size)}}}, out, nil
 }
 
-// uploadBody is upload_file's content: decoded, or downloading from its URL.
-func (s *server) uploadBody(ctx context.Context, in uploadInput) (io.ReadCloser, int64, error) {
-	switch {
-	case in.ContentBase64 != "" && in.URL != "":
-		return nil, 0, service.Invalid("url", "give content_base64 or url, not both")
-	case in.URL != "":
-		data, err := s.svc.FetchURL(ctx, "url", in.URL, s.cfg.Limits.FileBytes)
-		if err != nil {
-			return nil, 0, err
-		}
-		return io.NopCloser(bytes.NewReader(data)), int64(len(data)), nil
+// decode is upload_file's inline content.
+func (s *server) decode(content string) ([]byte, error) {
+	if n := base64.StdEncoding.DecodedLen(len(content)); int64(n) > s.cfg.Limits.FileBytes+2 {
+		return nil, service.TooLarge("content_base64", "the file is about %d bytes; the limit is %d", n, s.cfg.Limits.FileBytes)
 	}
-	if n := base64.StdEncoding.DecodedLen(len(in.ContentBase64)); int64(n) > s.cfg.Limits.FileBytes+2 {
-		return nil, 0, service.TooLarge("content_base64", "the file is about %d bytes; the limit is %d", n, s.cfg.Limits.FileBytes)
-	}
-	data, err := base64.StdEncoding.DecodeString(in.ContentBase64)
+	data, err := base64.StdEncoding.DecodeString(content)
 	if err != nil {
-		return nil, 0, service.Invalid("content_base64", "is not valid base64: %v", err)
+		return nil, service.Invalid("content_base64", "is not valid base64: %v", err)
 	}
-	return io.NopCloser(bytes.NewReader(data)), int64(len(data)), nil
+	return data, nil
 }
 
 func (s *server) list(ctx context.Context, req *mcp.CallToolRequest, in listInput) (*mcp.CallToolResult, *listing, error) {

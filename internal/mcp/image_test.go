@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"hash/crc32"
 	"image"
@@ -35,9 +36,9 @@ func TestFitPNG(t *testing.T) {
 	}
 	data := encodePNG(t, img)
 
-	small, ok := fitPNG(data, 400, 1<<20)
-	if !ok {
-		t.Fatal("not fitted")
+	small, outcome := fitPNG(data, imageBudget{side: 400, bytes: 1 << 20, pixels: 4 << 20})
+	if outcome != figDownscaled {
+		t.Fatalf("not fitted: %s", outcome)
 	}
 	got, err := png.Decode(bytes.NewReader(small))
 	if err != nil {
@@ -54,7 +55,7 @@ func TestFitPNG(t *testing.T) {
 	}
 
 	// Within budget: unchanged, byte for byte.
-	if same, ok := fitPNG(small, 400, 1<<20); !ok || !bytes.Equal(same, small) {
+	if same, outcome := fitPNG(small, imageBudget{side: 400, bytes: 1 << 20, pixels: 4 << 20}); outcome != figInline || !bytes.Equal(same, small) {
 		t.Fatal("an image within budget was re-encoded")
 	}
 }
@@ -68,23 +69,23 @@ func TestFitPNGByteBudget(t *testing.T) {
 		img.Pix[i] = uint8(rng.IntN(256))
 	}
 	data := encodePNG(t, img)
-	out, ok := fitPNG(data, 1000, 20_000)
-	if !ok || len(out) > 20_000 {
-		t.Fatalf("fitPNG = %d bytes, %v; want at most 20000", len(out), ok)
+	out, outcome := fitPNG(data, imageBudget{side: 1000, bytes: 20_000, pixels: 4 << 20})
+	if outcome != figDownscaled || len(out) > 20_000 {
+		t.Fatalf("fitPNG = %d bytes, %s; want at most 20000", len(out), outcome)
 	}
 	cfg, err := png.DecodeConfig(bytes.NewReader(out))
 	if err != nil || cfg.Width >= 300 {
 		t.Fatalf("not scaled down: %+v %v", cfg, err)
 	}
-	if _, ok := fitPNG(data, 1000, 10); ok {
-		t.Fatal("an impossible budget was met")
+	if _, outcome := fitPNG(data, imageBudget{side: 1000, bytes: 10, pixels: 4 << 20}); outcome != figUnfit {
+		t.Fatalf("an impossible budget: %s", outcome)
 	}
 }
 
 func TestFitPNGHostile(t *testing.T) {
 	t.Parallel()
-	if _, ok := fitPNG([]byte("not a png"), 100, 1000); ok {
-		t.Fatal("garbage accepted")
+	if _, outcome := fitPNG([]byte("not a png"), imageBudget{side: 100, bytes: 1000, pixels: 4 << 20}); outcome != figRefused {
+		t.Fatalf("garbage: %s", outcome)
 	}
 	// A header claiming 100000 x 100000 pixels is refused before anything is decoded.
 	huge := encodePNG(t, image.NewGray(image.Rect(0, 0, 1, 1)))
@@ -95,7 +96,79 @@ func TestFitPNGHostile(t *testing.T) {
 	if cfg, err := png.DecodeConfig(bytes.NewReader(bomb)); err != nil || cfg.Width != 100000 {
 		t.Fatalf("the bomb's header does not parse: %+v %v", cfg, err)
 	}
-	if _, ok := fitPNG(bomb, 100, 1<<20); ok {
-		t.Fatal("a decompression bomb was decoded")
+	if _, outcome := fitPNG(bomb, imageBudget{side: 100, bytes: 1 << 20, pixels: 4 << 20}); outcome != figRefused {
+		t.Fatalf("a decompression bomb: %s", outcome)
+	}
+}
+
+// zeroPNG writes a PNG of w x h pixels of colour type ct (2: RGB, 6: RGBA, 0: gray)
+// and depth bits, all zero, as real code would: rows streamed through zlib, so that
+// a 6400x6400 16-bit image takes a few hundred KiB and no memory of its size.
+func zeroPNG(t *testing.T, w, h int, ct, depth byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	chunk := func(typ string, data []byte) {
+		binary.Write(&out, binary.BigEndian, uint32(len(data)))
+		c := crc32.NewIEEE()
+		c.Write([]byte(typ))
+		c.Write(data)
+		out.WriteString(typ)
+		out.Write(data)
+		binary.Write(&out, binary.BigEndian, c.Sum32())
+	}
+	out.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr, uint32(w))
+	binary.BigEndian.PutUint32(ihdr[4:], uint32(h))
+	ihdr[8], ihdr[9] = depth, ct
+	chunk("IHDR", ihdr)
+	channels := map[byte]int{0: 1, 2: 3, 6: 4}[ct]
+	row := make([]byte, 1+w*channels*int(depth)/8)
+	var idat bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&idat, zlib.BestSpeed)
+	for range h {
+		zw.Write(row)
+	}
+	zw.Close()
+	chunk("IDAT", idat.Bytes())
+	chunk("IEND", nil)
+	return out.Bytes()
+}
+
+// The budget refuses by the header alone what would cost more to decode than its
+// pixels of 8-bit pixels: a 6400x6400 16-bit PNG (a few hundred KiB, 470 MiB decoded
+// in RGBA) and a 16-bit one of any size to downscale; one within the budget of side
+// and bytes goes as it is, whatever its depth.
+func TestFitPNGBudget(t *testing.T) {
+	t.Parallel()
+	bomb := zeroPNG(t, 6400, 6400, 0, 16)
+	if len(bomb) > 1<<20 {
+		t.Fatalf("the 16-bit 6400x6400 PNG is %d bytes", len(bomb))
+	}
+	// The production budget: 4 Mi pixels.
+	if _, outcome := fitPNG(bomb, imageBudget{side: 1024, bytes: 256 << 10, pixels: 4 << 20}); outcome != figRefused {
+		t.Fatalf("the 16-bit 6400x6400 PNG: %s, want refused", outcome)
+	}
+	// A small budget, so that what it decodes is small.
+	b := imageBudget{side: 128, bytes: 64 << 10, pixels: 256 << 10}
+	for name, c := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"16-bit over the side":  {zeroPNG(t, 300, 300, 6, 16), figRefused},
+		"8-bit over the side":   {zeroPNG(t, 300, 300, 6, 8), figDownscaled},
+		"16-bit within budget":  {zeroPNG(t, 64, 64, 6, 16), figInline},
+		"8-bit over the pixels": {zeroPNG(t, 513, 512, 2, 8), figRefused},
+		"8-bit at the pixels":   {zeroPNG(t, 512, 512, 2, 8), figDownscaled},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, outcome := fitPNG(c.data, b)
+			if outcome != c.want {
+				t.Fatalf("%s, want %s", outcome, c.want)
+			}
+			if (out != nil) != (outcome == figInline || outcome == figDownscaled) {
+				t.Fatalf("%s with %d bytes", outcome, len(out))
+			}
+		})
 	}
 }

@@ -8,7 +8,7 @@
 // persists across the calls of one agent conversation.
 //
 // It owns no state beyond the SDK's sessions (in the memory of the API process that
-// opened them). It must not import echo or internal/api, a sandbox runtime, or Redis.
+// opened them) and their count per tenant. It must not import echo or internal/api, a sandbox runtime, or Redis.
 package mcp
 
 import (
@@ -24,8 +24,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/codeinterp/codeinterp/internal/service"
+	"github.com/codeinterp/codeinterp/jobs"
 )
 
 // Limits bound what a tool result costs a model, and what a call may carry.
@@ -37,6 +39,11 @@ type Limits struct {
 	// image: larger ones are downscaled. Defaults 1024 and 256 KiB.
 	ImageSide  int
 	ImageBytes int
+	// ImagePixels bounds a figure decoded to be downscaled (default 4 Mi pixels);
+	// a larger one, or a 16-bit one, is a link. Images bounds the figures of one
+	// result sent as images (default 4); the others are links.
+	ImagePixels int
+	Images      int
 	// InlineBytes bounds a file read_file returns inline (as text) and a resource
 	// read returns; larger files are links. Default 64 KiB for read_file; resources
 	// up to 16 times that.
@@ -52,7 +59,10 @@ type Config struct {
 	Service *service.Service
 	// Tenant resolves an API key to its tenant: the keys of the HTTP API.
 	Tenant func(key string) (tenant string, ok bool)
-	Limits Limits
+	// Sessions is the tenant's mcp_sessions quota: the sessions it may have open in
+	// this process at once (0: no limit).
+	Sessions func(tenant string) int
+	Limits   Limits
 	// SessionTimeout closes a session idle this long (default 1h); its thread stays
 	// until the janitor reaps it, like any thread.
 	SessionTimeout time.Duration
@@ -67,18 +77,45 @@ type Config struct {
 
 // server holds the tools' handlers.
 type server struct {
-	cfg Config
-	svc *service.Service
-	log *slog.Logger
+	cfg      Config
+	svc      *service.Service
+	log      *slog.Logger
+	budget   imageBudget
+	figures  *prometheus.CounterVec
+	sessions *sessionCounts
 }
 
-// New returns the MCP endpoint as an http.Handler, to be mounted at /mcp. It does no
-// I/O.
-func New(cfg Config) http.Handler {
+// Endpoint is the MCP endpoint: an http.Handler to mount at /mcp, and a
+// prometheus.Collector of what became of figures and of the sessions open.
+type Endpoint struct {
+	http.Handler
+	s *server
+}
+
+var sessionsDesc = prometheus.NewDesc("codeinterp_mcp_sessions", "MCP sessions open in this process, by tenant.", []string{"tenant"}, nil)
+
+// Describe implements prometheus.Collector.
+func (e *Endpoint) Describe(ch chan<- *prometheus.Desc) {
+	e.s.figures.Describe(ch)
+	ch <- sessionsDesc
+}
+
+// Collect implements prometheus.Collector.
+func (e *Endpoint) Collect(ch chan<- prometheus.Metric) {
+	e.s.figures.Collect(ch)
+	e.s.sessions.each(func(tenant string, n int) {
+		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(n), tenant)
+	})
+}
+
+// New returns the MCP endpoint, to be mounted at /mcp. It does no I/O.
+func New(cfg Config) *Endpoint {
 	l := &cfg.Limits
 	l.TextBytes = cmp.Or(l.TextBytes, 16<<10)
 	l.ImageSide = cmp.Or(l.ImageSide, 1024)
 	l.ImageBytes = cmp.Or(l.ImageBytes, 256<<10)
+	l.ImagePixels = cmp.Or(l.ImagePixels, 4<<20)
+	l.Images = cmp.Or(l.Images, 4)
 	l.InlineBytes = cmp.Or(l.InlineBytes, 64<<10)
 	l.FileBytes = cmp.Or(l.FileBytes, 100<<20)
 	l.RequestBytes = cmp.Or(l.RequestBytes, 8<<20)
@@ -86,13 +123,21 @@ func New(cfg Config) http.Handler {
 	cfg.Progress = cmp.Or(cfg.Progress, time.Second)
 	cfg.MaxWait = cmp.Or(cfg.MaxWait, 10*time.Minute)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	s := &server{cfg: cfg, svc: cfg.Service, log: cfg.Logger}
+	if cfg.Sessions == nil {
+		cfg.Sessions = func(string) int { return 0 }
+	}
+	s := &server{cfg: cfg, svc: cfg.Service, log: cfg.Logger,
+		budget: imageBudget{side: l.ImageSide, bytes: l.ImageBytes, pixels: int64(l.ImagePixels)},
+		figures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "codeinterp_mcp_figures_total",
+			Help: "Figures of MCP results by what became of them (only downscaled and unfit ones were decoded)."}, []string{"outcome"}),
+		sessions: newSessionCounts(cfg.Sessions),
+	}
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "codeinterp", Title: "codeinterp code interpreter", Version: cmp.Or(cfg.Version, "dev")},
 		&mcp.ServerOptions{Instructions: instructions, GetSessionID: newSessionID, Capabilities: &mcp.ServerCapabilities{}})
 	s.addTools(srv)
 	s.addResources(srv)
-	srv.AddReceivingMiddleware(s.listResources)
+	srv.AddReceivingMiddleware(s.listResources, s.countSessions)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: cfg.SessionTimeout, MaxRequestBodyBytes: l.RequestBytes, Logger: cfg.Logger,
 		// Every request carries an API key, so a page that rebinds a name to the
@@ -101,13 +146,13 @@ func New(cfg Config) http.Handler {
 	})
 	// The SDK binds each session to the tenant (TokenInfo.UserID) that opened it: a
 	// session id presented with another tenant's key is refused.
-	return auth.RequireBearerToken(func(_ context.Context, key string, _ *http.Request) (*auth.TokenInfo, error) {
+	return &Endpoint{s: s, Handler: auth.RequireBearerToken(func(_ context.Context, key string, _ *http.Request) (*auth.TokenInfo, error) {
 		tenant, ok := cfg.Tenant(key)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
 		return &auth.TokenInfo{UserID: tenant}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.admitSessions(h))}
 }
 
 const instructions = `codeinterp runs code in a sandbox that keeps its state: variables, imports and files persist from one code_interpreter call to the next within this session, like cells of a notebook. Python has numpy, pandas and matplotlib; figures come back as images, and files written under outputs/ come back as download links. The working directory is the workspace: put input files there with the files argument or upload_file, inspect it with list_files and read_file.`
@@ -171,6 +216,9 @@ func (s *server) callError(tool string, err error) error {
 	case service.Outage(err) != nil:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: service.Outage(err).Message}
 	}
-	s.log.Error("mcp tool failed", "tool", tool, "err", err)
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	// The error's words may name internal hosts and stores: logged under a reference,
+	// which is all the client is told.
+	ref := jobs.ErrorRefPrefix.New()
+	s.log.Error("mcp tool failed", "tool", tool, "ref", ref, "err", err)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error (reference " + ref + "); the operator's logs have the details"}
 }

@@ -6,13 +6,25 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/codeinterp/codeinterp/jobs/webhook"
+	"github.com/codeinterp/codeinterp/storage"
 )
 
-// fetchTimeout bounds fetching one input file given by URL, body included.
-const fetchTimeout = 30 * time.Second
+// Fetch is how the API downloads input files given by URL.
+type Fetch struct {
+	// Guard is the egress guard of fetches: its own allow-list
+	// (CODEINTERP_FETCH_ALLOW, _FETCH_PORTS), not the webhooks', so an internal
+	// webhook receiver is not readable by every tenant.
+	Guard webhook.Guard
+	// MaxFiles bounds the files one request names by URL; default 16.
+	MaxFiles int
+	// Timeout bounds the fetching of all the URL files of one request, bodies
+	// included; default 60s.
+	Timeout time.Duration
+}
 
 // maxURLBytes bounds an input file's URL.
 const maxURLBytes = 2048
@@ -30,7 +42,7 @@ func (s *Service) checkInputURL(field, raw string) (*url.URL, error) {
 	if u.User != nil {
 		return nil, Invalid(field, "must not carry credentials")
 	}
-	if err := s.cfg.WebhookGuard.CheckURL(u); err != nil {
+	if err := s.cfg.Fetch.Guard.CheckURL(u); err != nil {
 		return nil, Invalid(field, "%s", forbiddenMessage)
 	}
 	return u, nil
@@ -39,27 +51,30 @@ func (s *Service) checkInputURL(field, raw string) (*url.URL, error) {
 const forbiddenMessage = "points to a loopback, private, link-local or otherwise internal address, or a port the service may not use"
 
 // openURL starts downloading an input file the client named by URL, through the
-// egress guard webhooks use: every address is checked after DNS (no loopback,
-// private or metadata addresses, no rebinding), redirects are not followed and no
-// proxy is used. A body longer than limit fails its Read with a [TooLarge] error
-// naming field. The caller closes the body; its reads end within fetchTimeout.
-func (s *Service) openURL(ctx context.Context, field, raw string, limit int64) (io.ReadCloser, int64, error) {
+// fetches' egress guard: every address is checked after DNS (no loopback, private or
+// metadata addresses, no rebinding), redirects are not followed, no proxy is used
+// and no compression is accepted (a body is stored as it comes, never inflated). A
+// body longer than limit fails its Read with a [TooLarge] error naming field. It
+// returns the body and its declared length (-1: none); the caller closes the body,
+// whose reads end with ctx.
+func (s *Service) openURL(ctx context.Context, field, raw string, limit int64) (*fetchedBody, int64, error) {
 	u, err := s.checkInputURL(field, raw)
 	if err != nil {
 		return nil, 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		cancel()
 		return nil, 0, Invalid(field, "want an absolute http:// or https:// URL")
 	}
 	req.Header.Set("User-Agent", "codeinterp (input file)")
+	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := s.fetcher.Do(req)
 	if err != nil {
-		cancel()
 		if errors.Is(err, webhook.ErrForbiddenTarget) {
 			return nil, 0, Invalid(field, "%s", forbiddenMessage)
+		}
+		if ctx.Err() != nil {
+			return nil, 0, s.fetchCanceled(ctx, field)
 		}
 		// Generic, like webhook errors: the dial error would make the service a port
 		// scanner of whatever the guard lets through.
@@ -67,55 +82,93 @@ func (s *Service) openURL(ctx context.Context, field, raw string, limit int64) (
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		resp.Body.Close()
-		cancel()
 		msg := ""
 		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			msg = " (redirects are not followed: give the final URL)"
 		}
 		return nil, 0, Invalid(field, "could not be fetched: the server answered %s%s", resp.Status, msg)
 	}
+	if ce := strings.TrimSpace(resp.Header.Get("Content-Encoding")); ce != "" && !strings.EqualFold(ce, "identity") {
+		resp.Body.Close()
+		return nil, 0, Invalid(field, "is served with Content-Encoding %q: the service takes files as they are, uncompressed (serve a .gz file as such and unpack it in the code)", clip(ce, 32))
+	}
 	if resp.ContentLength > limit {
 		resp.Body.Close()
-		cancel()
-		return nil, 0, TooLarge(field, "is %d bytes; the limit is %d", resp.ContentLength, limit)
+		return nil, 0, TooLarge(field, "is %d bytes; the limit is %d, what the workspace has room for", resp.ContentLength, limit)
 	}
-	return &cappedBody{r: resp.Body, left: limit, field: field, limit: limit, cancel: cancel}, resp.ContentLength, nil
+	return &fetchedBody{r: resp.Body, left: limit, field: field, limit: limit}, resp.ContentLength, nil
 }
 
-// FetchURL downloads an input file given by URL, at most limit bytes, through the
-// egress guard (see openURL). Errors name field.
-func (s *Service) FetchURL(ctx context.Context, field, raw string, limit int64) ([]byte, error) {
-	body, _, err := s.openURL(ctx, field, raw, limit)
+// fetchCanceled is the error of a fetch whose context ended: the request's own
+// deadline for its URL files, or the client gone.
+func (s *Service) fetchCanceled(ctx context.Context, field string) error {
+	if errors.Is(context.Cause(ctx), errFetchDeadline) {
+		return Invalid(field, "could not be fetched within %s, the time all of a request's files given by URL have", s.cfg.Fetch.Timeout)
+	}
+	return ctx.Err()
+}
+
+// errFetchDeadline is the cause of a request's fetch deadline.
+var errFetchDeadline = errors.New("the request's files given by URL took too long")
+
+// withFetchDeadline bounds the fetches of one request, all its URL files together.
+func (s *Service) withFetchDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, s.cfg.Fetch.Timeout, errFetchDeadline)
+}
+
+// fetchTo downloads an input file given by URL into storage under key, streaming: at
+// most limit bytes, and never more at once in memory than the process's budget of
+// bodies grants (503 when it has none left). Errors name field.
+func (s *Service) fetchTo(ctx context.Context, field, raw string, limit int64, key string) (storage.Object, error) {
+	body, size, err := s.openURL(ctx, field, raw, limit)
 	if err != nil {
-		return nil, err
+		return storage.Object{}, err
 	}
 	defer body.Close()
-	data, err := io.ReadAll(body)
+	metered := s.cfg.Bodies.Meter(body, limit)
+	defer metered.Release()
+	if err := metered.Prefill(size); err != nil {
+		return storage.Object{}, err
+	}
+	obj, err := s.cfg.Store.Put(ctx, key, metered, size, "")
 	var se *Error
 	switch {
-	case errors.As(err, &se):
-		return nil, se
-	case err != nil:
-		return nil, Invalid(field, "could not be fetched: the transfer failed or timed out")
+	case err == nil:
+		return obj, nil
+	case errors.As(err, &se): // over the limit, or over the budget
+		return storage.Object{}, se
+	case ctx.Err() != nil:
+		return storage.Object{}, s.fetchCanceled(ctx, field)
+	case body.err != nil:
+		return storage.Object{}, Invalid(field, "could not be fetched: the transfer failed or timed out")
 	}
-	return data, nil
+	return storage.Object{}, err // storage's own failure
 }
 
-// cappedBody is a response body that fails past its limit, instead of truncating.
-type cappedBody struct {
-	r      io.ReadCloser
-	left   int64
-	field  string
-	limit  int64
-	cancel context.CancelFunc
+// fetchedBody is a response body that fails past its limit, instead of truncating,
+// and remembers how its transfer failed (to tell it from a failure of storage).
+type fetchedBody struct {
+	r     io.ReadCloser
+	left  int64
+	field string
+	limit int64
+	err   error
 }
 
-func (b *cappedBody) Read(p []byte) (int, error) {
+func (b *fetchedBody) Read(p []byte) (int, error) {
+	n, err := b.read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *fetchedBody) read(p []byte) (int, error) {
 	if b.left <= 0 {
 		// One byte more tells a body of exactly the limit from a longer one.
 		var one [1]byte
 		if n, _ := b.r.Read(one[:]); n > 0 {
-			return 0, TooLarge(b.field, "is over the limit of %d bytes", b.limit)
+			return 0, TooLarge(b.field, "is over the limit of %d bytes, what the workspace has room for", b.limit)
 		}
 		return b.r.Read(p)
 	}
@@ -127,29 +180,11 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *cappedBody) Close() error {
-	defer b.cancel()
-	return b.r.Close()
-}
+func (b *fetchedBody) Close() error { return b.r.Close() }
 
-// fetchInputs downloads the input files given by URL, each up to the upload limit,
-// all of them within the workspace of the execution's profile.
-func (s *Service) fetchInputs(ctx context.Context, files []validFile, lim Limits) error {
-	var total int64
-	for i := range files {
-		f := &files[i]
-		if f.url == "" {
-			total += int64(len(f.data))
-			continue
-		}
-		data, err := s.FetchURL(ctx, f.field+".url", f.url, min(lim.MaxUploadBytes, lim.WorkspaceBytes))
-		if err != nil {
-			return err
-		}
-		f.data, total = data, total+int64(len(data))
-		if total > lim.WorkspaceBytes {
-			return TooLarge("files", "the files total over %d bytes, the workspace's size", lim.WorkspaceBytes)
-		}
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
 	}
-	return nil
+	return s
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -19,6 +20,9 @@ func TestFetchURL(t *testing.T) {
 		if r.URL.Query().Has("chunked") {
 			w.(http.Flusher).Flush() // no Content-Length
 		}
+		if r.URL.Query().Has("gzip") {
+			w.Header().Set("Content-Encoding", "gzip") // unasked for: refused, never inflated
+		}
 		if r.URL.Query().Has("redirect") {
 			http.Redirect(w, r, "/x", http.StatusMovedPermanently)
 			return
@@ -27,7 +31,7 @@ func TestFetchURL(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	loopback := webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	svc := New(Config{WebhookGuard: loopback})
+	svc := New(Config{Fetch: Fetch{Guard: loopback}})
 	long := "/" + strings.Repeat("x", 100)
 
 	for _, c := range []struct {
@@ -41,13 +45,15 @@ func TestFetchURL(t *testing.T) {
 		{"over, with a length", srv.URL + long + "x", svc, CodeTooLarge, "limit is 100"},
 		{"over, chunked", srv.URL + long + "x?chunked", svc, CodeTooLarge, "over the limit of 100"},
 		{"redirect", srv.URL + "/x?redirect", svc, CodeInvalid, "redirects are not followed"},
+		{"compressed", srv.URL + "/x?gzip", svc, CodeInvalid, "Content-Encoding"},
 		{"loopback refused by default", srv.URL + "/x", New(Config{}), CodeInvalid, "internal address"},
+		{"loopback allowed for webhooks only", srv.URL + "/x", New(Config{WebhookGuard: loopback}), CodeInvalid, "internal address"},
 		{"a name resolving to loopback", strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/x", New(Config{}), CodeInvalid, "internal address"},
 		{"metadata in decimal", "http://2852039166/latest", svc, CodeInvalid, "internal address"},
 		{"ftp", "ftp://example.com/x", svc, CodeInvalid, "http"},
 		{"relative", "/x", svc, CodeInvalid, "http"},
 	} {
-		data, err := c.svc.FetchURL(context.Background(), "files[0].url", c.url, 100)
+		data, err := fetchAll(c.svc, "files[0].url", c.url, 100)
 		var se *Error
 		switch {
 		case c.code == "" && (err != nil || len(data) != 100):
@@ -65,9 +71,19 @@ func TestFetchURLErrorsAreGeneric(t *testing.T) {
 	addr := srv.URL
 	srv.Close() // nothing listens there now
 	loopback := webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	_, err := New(Config{WebhookGuard: loopback}).FetchURL(context.Background(), "url", addr+"/x", 100)
+	_, err := fetchAll(New(Config{Fetch: Fetch{Guard: loopback}}), "url", addr+"/x", 100)
 	var se *Error
 	if !errors.As(err, &se) || se.Field != "url" || se.Message != "could not be fetched: the connection failed or timed out" {
 		t.Fatalf("fetch from a closed port: %v; want the generic error", err)
 	}
+}
+
+// fetchAll downloads a URL as openURL does, into memory.
+func fetchAll(s *Service, field, raw string, limit int64) ([]byte, error) {
+	body, _, err := s.openURL(context.Background(), field, raw, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return io.ReadAll(body)
 }

@@ -70,9 +70,14 @@ type Config struct {
 	// addresses they may target.
 	WebhookTenants map[string]bool
 	WebhookGuard   webhook.Guard
-	Logger         *slog.Logger
-	NewID          func() string
-	Now            func() time.Time
+	// Fetch is how input files given by URL are downloaded.
+	Fetch Fetch
+	// Bodies bounds the bytes of request bodies and fetched files this process
+	// holds at once; the API shares it. Default 256 MiB.
+	Bodies *Budget
+	Logger *slog.Logger
+	NewID  func() string
+	Now    func() time.Time
 
 	// Skills is the catalog of skills; SkillStore keeps their archives (a bucket
 	// without expiry).
@@ -84,7 +89,7 @@ type Config struct {
 // Service runs the use cases.
 type Service struct {
 	cfg     Config
-	fetcher *http.Client // input files given by URL, through the webhook guard
+	fetcher *http.Client // input files given by URL, through the fetches' guard
 }
 
 // New returns a Service. It does no I/O.
@@ -102,8 +107,17 @@ func New(cfg Config) *Service {
 	if cfg.NewID == nil {
 		cfg.NewID = jobs.NewID
 	}
-	return &Service{cfg: cfg, fetcher: cfg.WebhookGuard.Client(fetchTimeout)}
+	cfg.Fetch.MaxFiles = cmp.Or(cfg.Fetch.MaxFiles, 16)
+	cfg.Fetch.Timeout = cmp.Or(cfg.Fetch.Timeout, time.Minute)
+	if cfg.Bodies == nil {
+		cfg.Bodies = NewBudget(256 << 20)
+	}
+	return &Service{cfg: cfg, fetcher: cfg.Fetch.Guard.Client(cfg.Fetch.Timeout)}
 }
+
+// Bodies is the budget of bytes of request bodies and fetched files this process
+// holds at once.
+func (s *Service) Bodies() *Budget { return s.cfg.Bodies }
 
 // Render renders ex for a client, with freshly presigned download URLs.
 func (s *Service) Render(ctx context.Context, ex *jobs.Execution) (*jobs.View, error) {

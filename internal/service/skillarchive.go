@@ -2,13 +2,8 @@ package service
 
 import (
 	"archive/tar"
-	"archive/zip"
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"slices"
@@ -27,7 +22,10 @@ type SkillLimits struct {
 // A skill archive is a tar, a gzip-compressed tar or a zip, told apart by its first
 // bytes. Only regular files and directories are accepted: a link (symbolic or hard),
 // a device or a FIFO is refused, and every path is checked like an input file's name
-// (ValidName: relative, no "..", no control characters, bounded lengths). When every
+// (ValidName: relative, no "..", no control characters, bounded lengths). What is
+// read besides the files is bounded too (skillentries.go): a tar entry's extended
+// headers (PAX records, long names) and a zip's central directory; a tar's extended
+// headers count against the unpacked bytes, and a global PAX header as an entry. When every
 // entry lies under one top-level directory (what `zip -r s.zip my-skill/` or
 // `tar czf s.tgz my-skill/` make), that directory is dropped. The result is stored as
 // a normalised tar: directories first, then files, owned by root, modes 0755/0644
@@ -48,112 +46,45 @@ type skillManifest struct {
 	strip   string // a top-level directory every entry lies under, dropped; "" for none
 	files   int
 	bytes   int64
+	lim     SkillLimits
 }
 
 var errSkip = errors.New("skip entry")
 
-// eachSkillEntry calls fn for each entry of the archive in f (size bytes), with a
-// reader of its content for a regular file. kind is "reg", "dir", "link", "special".
-func eachSkillEntry(f io.ReaderAt, size int64, fn func(name, kind string, hdrSize int64, mode fs.FileMode, mtime time.Time, body io.Reader) error) error {
-	var magic [4]byte
-	n, _ := f.ReadAt(magic[:], 0)
-	switch {
-	case n >= 4 && (bytes.Equal(magic[:], []byte("PK\x03\x04")) || bytes.Equal(magic[:], []byte("PK\x05\x06"))):
-		zr, err := zip.NewReader(f, size)
-		if err != nil {
-			return Invalid("file", "is not a valid zip archive: %v", err)
-		}
-		for _, zf := range zr.File {
-			mode, kind := zf.Mode(), "reg"
-			switch {
-			case mode&fs.ModeSymlink != 0:
-				kind = "link"
-			case mode.IsDir() || strings.HasSuffix(zf.Name, "/"):
-				kind = "dir"
-			case !mode.IsRegular():
-				kind = "special"
-			}
-			var body io.Reader
-			if kind == "reg" {
-				rc, err := zf.Open()
-				if err != nil {
-					return Invalid("file", "zip entry %q cannot be read: %v", zf.Name, err)
-				}
-				body = rc
-				err = fn(zf.Name, kind, int64(zf.UncompressedSize64), mode, zf.Modified, body)
-				rc.Close()
-				if err != nil && !errors.Is(err, errSkip) {
-					return err
-				}
-				continue
-			}
-			if err := fn(zf.Name, kind, 0, mode, zf.Modified, nil); err != nil && !errors.Is(err, errSkip) {
-				return err
-			}
-		}
-		return nil
-	case n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
-		zr, err := gzip.NewReader(io.NewSectionReader(f, 0, size))
-		if err != nil {
-			return Invalid("file", "is not a valid gzip stream: %v", err)
-		}
-		defer zr.Close()
-		return eachTarEntry(bufio.NewReader(zr), fn)
-	}
-	return eachTarEntry(io.NewSectionReader(f, 0, size), fn)
-}
-
-func eachTarEntry(r io.Reader, fn func(string, string, int64, fs.FileMode, time.Time, io.Reader) error) error {
-	tr := tar.NewReader(r)
-	first := true
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			if first {
-				return Invalid("file", "is not a tar, tar.gz or zip archive (or an empty one)")
-			}
-			return nil
-		}
-		if err != nil {
-			if first {
-				return Invalid("file", "is not a tar, tar.gz or zip archive: %v", err)
-			}
-			return Invalid("file", "is a damaged archive: %v", err)
-		}
-		first = false
-		kind := "special"
-		switch hdr.Typeflag {
-		case tar.TypeReg, tar.TypeRegA:
-			kind = "reg"
-		case tar.TypeDir:
-			kind = "dir"
-		case tar.TypeSymlink, tar.TypeLink:
-			kind = "link"
-		case tar.TypeXGlobalHeader:
-			continue
-		}
-		if err := fn(hdr.Name, kind, hdr.Size, fs.FileMode(hdr.Mode).Perm(), hdr.ModTime, tr); err != nil && !errors.Is(err, errSkip) {
-			return err
-		}
-	}
-}
-
 // checkSkillArchive reads an uploaded archive through once and checks every entry
 // against the limits, without keeping any content.
 func checkSkillArchive(f io.ReaderAt, size int64, lim SkillLimits) (skillManifest, error) {
-	var m skillManifest
+	m := skillManifest{lim: lim}
 	seen := map[string]bool{} // clean name → is a directory
-	err := eachSkillEntry(f, size, func(name, kind string, n int64, mode fs.FileMode, mtime time.Time, _ io.Reader) error {
-		switch kind {
+	var globals int           // PAX global headers: entries too, though they name no file
+	var headers int64         // bytes of extended headers
+	tooLarge := func() error {
+		return TooLarge("file", "unpacks to more than %d bytes (extended headers included); the limit is CODEINTERP_SKILL_MAX_UNPACKED_BYTES", lim.MaxUnpacked)
+	}
+	tooMany := func() error {
+		return TooLarge("file", "has more than %d files and directories; the limit is CODEINTERP_SKILL_MAX_FILES", lim.MaxFiles)
+	}
+	err := eachSkillEntry(f, size, lim, func(re rawEntry, _ io.Reader) error {
+		name := re.name
+		headers += re.header // checked with the entry's size, once its name is
+		switch re.kind {
+		case "global":
+			if globals++; len(m.entries)+globals > lim.MaxFiles {
+				return tooMany()
+			}
+			if m.bytes+headers > lim.MaxUnpacked {
+				return tooLarge()
+			}
+			return errSkip
 		case "link":
 			return Invalid("file", "archive entry %q is a link; a skill holds regular files and directories only", name)
 		case "special":
-			return Invalid("file", "archive entry %q is a device, FIFO or other special file; a skill holds regular files and directories only", name)
+			return Invalid("file", "archive entry %q is a device, FIFO, sparse or other special file; a skill holds regular files and directories only", name)
 		}
 		if strings.HasPrefix(name, "/") {
 			return Invalid("file", "archive entry %q is an absolute path", name)
 		}
-		if kind == "dir" && path.Clean(strings.TrimPrefix(name, "./")) == "." {
+		if re.kind == "dir" && path.Clean(strings.TrimPrefix(name, "./")) == "." {
 			return errSkip // the archive's own root: "./"
 		}
 		clean, err := ValidName("file", name)
@@ -165,23 +96,23 @@ func checkSkillArchive(f io.ReaderAt, size int64, lim SkillLimits) (skillManifes
 			return err
 		}
 		if dir, dup := seen[clean]; dup {
-			if dir && kind == "dir" {
+			if dir && re.kind == "dir" {
 				return errSkip
 			}
 			return Invalid("file", "archive entry %q appears twice", clean)
 		}
-		seen[clean] = kind == "dir"
-		if len(m.entries)+1 > lim.MaxFiles {
-			return TooLarge("file", "has more than %d files and directories; the limit is CODEINTERP_SKILL_MAX_FILES", lim.MaxFiles)
+		seen[clean] = re.kind == "dir"
+		if len(m.entries)+globals+1 > lim.MaxFiles {
+			return tooMany()
 		}
-		e := skillEntry{name: clean, dir: kind == "dir", mtime: mtime}
+		e := skillEntry{name: clean, dir: re.kind == "dir", mtime: re.mtime}
 		if !e.dir {
-			e.size, e.exec = n, mode&0o111 != 0
+			e.size, e.exec = re.size, re.mode&0o111 != 0
 			m.files++
-			m.bytes += n
-			if n < 0 || m.bytes > lim.MaxUnpacked {
-				return TooLarge("file", "unpacks to more than %d bytes; the limit is CODEINTERP_SKILL_MAX_UNPACKED_BYTES", lim.MaxUnpacked)
-			}
+			m.bytes += re.size
+		}
+		if (!e.dir && re.size < 0) || m.bytes+headers > lim.MaxUnpacked {
+			return tooLarge()
 		}
 		m.entries = append(m.entries, e)
 		return nil
@@ -258,11 +189,11 @@ func writeSkillTar(f io.ReaderAt, size int64, m skillManifest, w io.Writer) erro
 			files[e.name] = e
 		}
 	}
-	err := eachSkillEntry(f, size, func(name, kind string, _ int64, _ fs.FileMode, _ time.Time, body io.Reader) error {
-		if kind != "reg" {
+	err := eachSkillEntry(f, size, m.lim, func(re rawEntry, body io.Reader) error {
+		if re.kind != "reg" {
 			return errSkip
 		}
-		clean, _ := ValidName("file", name)
+		clean, _ := ValidName("file", re.name)
 		e, ok := files[clean]
 		if !ok {
 			return errSkip

@@ -23,8 +23,8 @@ import (
 // UploadSkill stores an archive (tar, tar.gz or zip) as a version of the tenant's
 // skill name: version ("" for the next) is a positive integer. The archive is checked
 // (see skillarchive.go) and stored normalised; its bytes count against the tenant's
-// uploads of the day, and the stored tar against the tenant's skill bytes until it is
-// deleted.
+// uploads of the day (whether or not it is accepted), and the stored tar against the
+// tenant's skill bytes until it is deleted.
 func (s *Service) UploadSkill(ctx context.Context, tenant, name, version string, body io.Reader) (jobs.Skill, error) {
 	if name == "" {
 		return jobs.Skill{}, Invalid("name", "give the skill a name (?name=quarterly-report, or a form field)")
@@ -45,14 +45,17 @@ func (s *Service) UploadSkill(ctx context.Context, tenant, name, version string,
 		return jobs.Skill{}, err
 	}
 	defer in.Close()
-	m, err := checkSkillArchive(in, n, lim)
-	if err != nil {
-		return jobs.Skill{}, err
-	}
+	// The bytes are charged before the archive is read, and kept when the client is
+	// refused: checking an archive costs the service, so a refused one is no free
+	// retry. Only the service's own failures give them back.
 	if err := s.cfg.Quotas.Upload(ctx, tenant, n); err != nil {
 		return jobs.Skill{}, asQuota(err, "file")
 	}
 	refund := func() { _ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, n) }
+	m, err := checkSkillArchive(in, n, lim)
+	if err != nil {
+		return jobs.Skill{}, err
+	}
 	out, err := os.CreateTemp("", "codeinterp-skill-*.tar")
 	if err != nil {
 		refund()
@@ -62,7 +65,10 @@ func (s *Service) UploadSkill(ctx context.Context, tenant, name, version string,
 	defer out.Close()
 	sum := sha256.New()
 	if err := writeSkillTar(in, n, m, io.MultiWriter(out, sum)); err != nil {
-		refund()
+		var refused *Error
+		if !errors.As(err, &refused) {
+			refund()
+		}
 		return jobs.Skill{}, err
 	}
 	size, err := out.Seek(0, io.SeekCurrent)
@@ -81,10 +87,11 @@ func (s *Service) UploadSkill(ctx context.Context, tenant, name, version string,
 	var over *quota.Exceeded
 	switch {
 	case errors.Is(err, skills.ErrExists):
-		refund()
 		return jobs.Skill{}, &Error{Code: CodeConflict, Field: "version", Message: fmt.Sprintf("%s@%d exists; versions are immutable (omit version for the next one)", name, v)}
+	case errors.Is(err, skills.ErrTooManyVersions):
+		most := s.cfg.Skills.MaxVersions()
+		return jobs.Skill{}, &Error{Code: CodeConflict, Field: "name", Message: fmt.Sprintf("skill %s has %d versions, the most CODEINTERP_SKILL_MAX_VERSIONS allows; delete old ones first (DELETE /v1/skills/%s@1)", name, most, name)}
 	case errors.As(err, &over):
-		refund()
 		return jobs.Skill{}, QuotaExceeded(over, "file")
 	case err != nil:
 		refund()

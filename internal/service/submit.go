@@ -68,6 +68,9 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if err != nil {
 		return nil, err
 	}
+	if n := countURLs(files); n > s.cfg.Fetch.MaxFiles {
+		return nil, Invalid("files", "names %d files by url; a request may name at most %d (CODEINTERP_FETCH_MAX_FILES): upload the others with POST /v1/files", n, s.cfg.Fetch.MaxFiles)
+	}
 	if err := s.checkWebhook(tenant, req.WebhookURL); err != nil {
 		return nil, err
 	}
@@ -79,14 +82,11 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if err := s.cfg.Records.Admit(ctx, tenant, deref(req.ThreadID)); err != nil {
 		return nil, s.quotaError(err)
 	}
-	if err := s.fetchInputs(ctx, files, lim); err != nil {
-		return nil, err
-	}
-	var inline int64
+	var counted int64 // against the upload quota: inline files now, fetched ones once stored
 	for _, f := range files {
-		inline += int64(len(f.data))
+		counted += int64(len(f.data))
 	}
-	if err := s.cfg.Quotas.Upload(ctx, tenant, inline); err != nil {
+	if err := s.cfg.Quotas.Upload(ctx, tenant, counted); err != nil {
 		return nil, asQuota(err, "files")
 	}
 	ex := &jobs.Execution{
@@ -97,22 +97,29 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if ex.WebhookURL != "" {
 		ex.Webhook = &jobs.WebhookState{State: jobs.DeliveryPending}
 	}
-	if ex.Inputs, err = s.storeInputs(ctx, ex, files, lim); err != nil {
-		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, inline)
+	inputs, fetched, err := s.storeInputs(ctx, ex, files, lim)
+	if err == nil && fetched > 0 {
+		// Fetched files count once their size is known, as uploads of unknown length do.
+		err = asQuota(s.cfg.Quotas.Upload(ctx, tenant, fetched), "files")
+	}
+	if err != nil {
+		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, counted)
+		_, _ = s.cfg.Store.DeletePrefix(context.WithoutCancel(ctx), jobs.InputKey(ex, ""))
 		return nil, err
 	}
+	ex.Inputs, counted = inputs, counted+fetched
 	created, err := s.cfg.Records.Create(ctx, ex, idem.Key, idem.Hash)
 	var over *quota.Exceeded
 	if errors.As(err, &over) {
 		// Refused after all (a race with another submission): keep nothing.
-		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, inline)
+		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, counted)
 		_, _ = s.cfg.Store.DeletePrefix(context.WithoutCancel(ctx), jobs.InputKey(ex, ""))
 		return nil, s.quotaError(err)
 	}
 	var mismatch *records.ProfileMismatch
 	switch { // not created: lost a race with the same Idempotency-Key, or a thread's profile
 	case errors.As(err, &mismatch):
-		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, inline)
+		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, counted)
 		_, _ = s.cfg.Store.DeletePrefix(context.WithoutCancel(ctx), jobs.InputKey(ex, ""))
 		return nil, asProfileMismatch(err)
 	case errors.Is(err, records.ErrIdempotencyMismatch):
@@ -190,33 +197,67 @@ func deref(s *string) string {
 	return *s
 }
 
-// storeInputs puts inline files in storage and checks that uploads exist.
-func (s *Service) storeInputs(ctx context.Context, ex *jobs.Execution, files []validFile, lim Limits) ([]jobs.Input, error) {
-	var inputs []jobs.Input
+// storeInputs puts inline files in storage, checks that uploads exist, and downloads
+// the files given by URL straight into storage, each within the space the workspace
+// has left after the others, all within one deadline. It returns the inputs, in the
+// request's order, and the bytes fetched.
+func (s *Service) storeInputs(ctx context.Context, ex *jobs.Execution, files []validFile, lim Limits) ([]jobs.Input, int64, error) {
+	inputs := make([]jobs.Input, len(files))
 	var total int64
 	for i, f := range files {
-		if f.object != "" {
+		switch {
+		case f.url != "":
+			continue
+		case f.object != "":
 			key := jobs.UploadKey(ex.Tenant, f.object)
 			obj, err := s.cfg.Store.Stat(ctx, key)
 			if errors.Is(err, storage.ErrNotFound) {
-				return nil, Invalid("files["+strconv.Itoa(i)+"].object", "no upload %q (uploads expire after %s)", f.object, s.cfg.Store.Retention())
+				return nil, 0, Invalid("files["+strconv.Itoa(i)+"].object", "no upload %q (uploads expire after %s)", f.object, s.cfg.Store.Retention())
 			}
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			total += obj.Size
-			inputs = append(inputs, jobs.Input{Name: f.name, Key: key, Size: obj.Size})
-			continue
+			inputs[i] = jobs.Input{Name: f.name, Key: key, Size: obj.Size}
+		default:
+			total += int64(len(f.data))
+			key := jobs.InputKey(ex, f.name)
+			if _, err := s.cfg.Store.Put(ctx, key, bytes.NewReader(f.data), int64(len(f.data)), ""); err != nil {
+				return nil, 0, err
+			}
+			inputs[i] = jobs.Input{Name: f.name, Key: key, Size: int64(len(f.data))}
 		}
-		total += int64(len(f.data))
-		key := jobs.InputKey(ex, f.name)
-		if _, err := s.cfg.Store.Put(ctx, key, bytes.NewReader(f.data), int64(len(f.data)), ""); err != nil {
-			return nil, err
-		}
-		inputs = append(inputs, jobs.Input{Name: f.name, Key: key, Size: int64(len(f.data))})
 	}
 	if total > lim.WorkspaceBytes {
-		return nil, TooLarge("files", "input files total %d bytes; the workspace holds %d", total, lim.WorkspaceBytes)
+		return nil, 0, TooLarge("files", "input files total %d bytes; the workspace holds %d", total, lim.WorkspaceBytes)
 	}
-	return inputs, nil
+	if countURLs(files) == 0 {
+		return inputs, 0, nil
+	}
+	ctx, cancel := s.withFetchDeadline(ctx)
+	defer cancel()
+	var fetched int64
+	for i, f := range files {
+		if f.url == "" {
+			continue
+		}
+		key := jobs.InputKey(ex, f.name)
+		obj, err := s.fetchTo(ctx, f.field+".url", f.url, lim.WorkspaceBytes-total, key)
+		if err != nil {
+			return nil, 0, err
+		}
+		total, fetched = total+obj.Size, fetched+obj.Size
+		inputs[i] = jobs.Input{Name: f.name, Key: key, Size: obj.Size}
+	}
+	return inputs, fetched, nil
+}
+
+func countURLs(files []validFile) int {
+	n := 0
+	for _, f := range files {
+		if f.url != "" {
+			n++
+		}
+	}
+	return n
 }

@@ -109,6 +109,34 @@ func (s *Service) DeleteThread(ctx context.Context, tenant, id string) error {
 // thread's executions: every execution submitted after it returns sees it. body may
 // be of unknown size (-1).
 func (s *Service) PutFile(ctx context.Context, tenant, id, path string, body io.Reader, size int64) (string, storage.Object, error) {
+	return s.putFile(ctx, tenant, id, path, func(ctx context.Context, key string, _ int64) (storage.Object, error) {
+		return s.storeCounted(ctx, tenant, key, body, size)
+	})
+}
+
+// PutFileURL is PutFile of a file the service downloads from raw (field in errors):
+// the tenant's rate token is taken before any connection, the file may be as large as
+// the thread's workspace and must arrive within the fetch deadline, and its bytes
+// count against the upload quota once stored.
+func (s *Service) PutFileURL(ctx context.Context, tenant, id, path, field, raw string) (string, storage.Object, error) {
+	return s.putFile(ctx, tenant, id, path, func(ctx context.Context, key string, workspace int64) (storage.Object, error) {
+		fctx, cancel := s.withFetchDeadline(ctx)
+		defer cancel()
+		obj, err := s.fetchTo(fctx, field, raw, workspace, key)
+		if err != nil {
+			return obj, err
+		}
+		if err := s.cfg.Quotas.Upload(ctx, tenant, obj.Size); err != nil {
+			_, _ = s.cfg.Store.DeletePrefix(context.WithoutCancel(ctx), key)
+			return storage.Object{}, asQuota(err, "")
+		}
+		return obj, nil
+	})
+}
+
+// putFile checks a thread file's target, takes the rate token, has store put the
+// file under key (within the workspace's size), and queues the thread operation.
+func (s *Service) putFile(ctx context.Context, tenant, id, path string, store func(ctx context.Context, key string, workspace int64) (storage.Object, error)) (string, storage.Object, error) {
 	if err := ValidThread("id", id); err != nil {
 		return "", storage.Object{}, err
 	}
@@ -126,7 +154,7 @@ func (s *Service) PutFile(ctx context.Context, tenant, id, path string, body io.
 	}
 	op := &jobs.Execution{ID: jobs.NewOpID(), Kind: jobs.KindPutFile, Tenant: tenant, ThreadID: id, Profile: prof.Name, Status: jobs.Queued, CreatedAt: s.cfg.Now().UTC()}
 	key := jobs.InputKey(op, name)
-	obj, err := s.storeCounted(ctx, tenant, key, body, size)
+	obj, err := store(ctx, key, s.limitsOf(prof).WorkspaceBytes)
 	if err != nil {
 		return "", storage.Object{}, err
 	}

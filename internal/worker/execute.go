@@ -67,7 +67,7 @@ func (r *Runner) execute(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execu
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	if err != nil {
-		_ = r.finish(ctx, ex, jobs.Failed, sandboxError(err))
+		_ = r.finish(ctx, ex, jobs.Failed, r.internalError(ex, err))
 		return out, err
 	}
 	ex.Stdout, ex.Stderr = out.Stdout, out.Stderr
@@ -89,7 +89,7 @@ func (r *Runner) execute(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execu
 	// as a log, like output cut at the inline cap. Room is left for the files' list.
 	fitRecord(ex, b.MaxRecordBytes-min(b.MaxRecordBytes/4, recordReserve))
 	if err := r.collect(ctx, sb, ex, out, stdout, stderr); err != nil {
-		status, failure = jobs.Failed, sandboxError(err)
+		status, failure = jobs.Failed, r.internalError(ex, err)
 	}
 	for _, f := range ex.Files {
 		r.publish(ctx, ex, jobs.EventFile, map[string]any{"name": f.Name, "size": f.Size, "content_type": f.ContentType, "sha256": f.SHA256})
@@ -123,11 +123,6 @@ func (r *Runner) publish(ctx context.Context, ex *jobs.Execution, typ jobs.Event
 	if err := r.cfg.Records.Publish(context.WithoutCancel(ctx), ex.ID, typ, data); err != nil {
 		r.cfg.Logger.Warn("stream event", "execution", ex.ID, "err", err)
 	}
-}
-
-// sandboxError is how a failure of the service itself shows on an execution.
-func sandboxError(err error) *sandbox.Error {
-	return jobs.ErrSandboxError.With(err.Error())
 }
 
 // keepResults returns the results within the budgets, and whether any were dropped.

@@ -41,7 +41,7 @@ func (r *Runner) ProcessOneOff(ctx context.Context, t *asynq.Task) error {
 			"the worker running this execution stopped before it finished; it was not re-run because the code may already have had effects"))
 	}
 	if _, err := r.profileOf(ex.Profile); err != nil {
-		return r.finish(ctx, ex, jobs.Failed, sandboxError(err)) // retrying would not help
+		return r.finish(ctx, ex, jobs.Failed, r.internalError(ex, err)) // retrying would not help
 	}
 	err = r.run(ctx, ex)
 	if err == nil {
@@ -52,7 +52,7 @@ func (r *Runner) ProcessOneOff(ctx context.Context, t *asynq.Task) error {
 	if retried < maxRetry && ctx.Err() == nil {
 		return err
 	}
-	return r.finish(ctx, ex, jobs.Failed, sandboxError(err))
+	return r.finish(ctx, ex, jobs.Failed, r.internalError(ex, err))
 }
 
 // run prepares a sandbox and runs ex in it. An error means the code did not start.
@@ -73,7 +73,7 @@ func (r *Runner) run(ctx context.Context, ex *jobs.Execution) (err error) {
 	if err := r.attachSkills(ctx, sb, ex, nil); err != nil {
 		var us errSkill
 		if errors.As(err, &us) { // not the service's failure: no retry
-			return r.finish(ctx, ex, jobs.Failed, skillFailure(err))
+			return r.finish(ctx, ex, jobs.Failed, r.skillFailure(ex, err))
 		}
 		return err
 	}

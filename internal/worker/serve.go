@@ -258,7 +258,7 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *jobs.Ex
 		return false
 	}
 	if err != nil {
-		_ = r.finish(ctx, ex, jobs.Failed, sandboxError(err))
+		_ = r.finish(ctx, ex, jobs.Failed, r.internalError(ex, err))
 		return true
 	}
 	ex.Sandbox = info
@@ -270,14 +270,14 @@ func (r *Runner) runThreadExecution(ctx context.Context, th *thread, ex *jobs.Ex
 		return err == nil
 	}
 	if err := r.putInputs(ctx, sb, ex); err != nil {
-		_ = r.finish(ctx, ex, jobs.Failed, sandboxError(err))
+		_ = r.finish(ctx, ex, jobs.Failed, r.internalError(ex, err))
 		return true
 	}
 	if th.skills == nil {
 		th.skills = map[string]string{}
 	}
 	if err := r.attachSkills(ctx, sb, ex, th.skills); err != nil {
-		_ = r.finish(ctx, ex, jobs.Failed, skillFailure(err))
+		_ = r.finish(ctx, ex, jobs.Failed, r.skillFailure(ex, err))
 		return true
 	}
 	_, err = r.execute(ctx, sb, ex, func(ctx context.Context, out sandbox.Outcome) {

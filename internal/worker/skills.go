@@ -60,10 +60,10 @@ func (r *Runner) attachSkills(ctx context.Context, sb sandbox.Sandbox, ex *jobs.
 
 // skillFailure is how a failure to attach skills shows on an execution: the user's
 // when the sandbox's skills/ was the code's own, the service's otherwise.
-func skillFailure(err error) *sandbox.Error {
+func (r *Runner) skillFailure(ex *jobs.Execution, err error) *sandbox.Error {
 	var us errSkill
 	if errors.As(err, &us) {
 		return jobs.ErrSkillError.With(us.Error())
 	}
-	return sandboxError(err)
+	return r.internalError(ex, err)
 }

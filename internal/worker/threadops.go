@@ -35,7 +35,7 @@ func (r *Runner) runOp(ctx context.Context, th *thread, op *jobs.Execution) bool
 	}
 	status := jobs.Succeeded
 	if err != nil {
-		failure = sandboxError(err)
+		failure = r.internalError(op, err)
 	}
 	if failure != nil {
 		status = jobs.Failed

@@ -98,6 +98,28 @@ func (c *Counters) Refund(ctx context.Context, tenant string, n int64) error {
 	return c.rdb.DecrBy(ctx, c.uploadKey(tenant, c.now().UTC()), n).Err()
 }
 
+// UploadedAll returns the bytes counted against each tenant's uploads of today, in
+// one round trip (metrics read every tenant's at each scrape).
+func (c *Counters) UploadedAll(ctx context.Context, tenants []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(tenants))
+	if c == nil || len(tenants) == 0 {
+		return out, nil
+	}
+	day := c.now().UTC()
+	pipe := c.rdb.Pipeline()
+	gets := make([]*redis.StringCmd, len(tenants))
+	for i, t := range tenants {
+		gets[i] = pipe.Get(ctx, c.uploadKey(t, day))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("upload counters of %d tenants: %w", len(tenants), err)
+	}
+	for i, t := range tenants {
+		out[t], _ = gets[i].Int64() // redis.Nil: nothing uploaded today
+	}
+	return out, nil
+}
+
 // Uploaded returns the bytes counted against the tenant's uploads of today.
 func (c *Counters) Uploaded(ctx context.Context, tenant string) (int64, error) {
 	if c == nil {

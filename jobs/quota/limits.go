@@ -22,6 +22,7 @@ type Limits struct {
 	Streams        int     // event streams and long-polls open at once, per API process
 	UploadBytesDay int64   // bytes stored from uploads and inline files per UTC day
 	SkillBytes     int64   // bytes of skills held (jobs/skills charges and credits them)
+	MCPSessions    int     // MCP sessions open at once, per API process (internal/mcp)
 }
 
 // Table is every tenant's quotas: the defaults and per-tenant overrides.
@@ -40,7 +41,7 @@ func (t Table) For(tenant string) Limits {
 
 // ParseOverrides reads per-tenant overrides, "tenant:name=value,name=value;tenant:…",
 // on top of the defaults. Names: rate, burst, active, thread_queue, streams,
-// upload_bytes_day, skill_bytes.
+// upload_bytes_day, skill_bytes, mcp_sessions.
 func ParseOverrides(def Limits, s string) (Table, error) {
 	t := Table{Default: def, Tenants: map[string]Limits{}}
 	for _, entry := range strings.Split(s, ";") {
@@ -74,8 +75,10 @@ func ParseOverrides(def Limits, s string) (Table, error) {
 				l.UploadBytesDay = int64(n)
 			case "skill_bytes":
 				l.SkillBytes = int64(n)
+			case "mcp_sessions":
+				l.MCPSessions = int(n)
 			default:
-				return t, fmt.Errorf("CODEINTERP_TENANT_QUOTAS %s: unknown quota %q (rate, burst, active, thread_queue, streams, upload_bytes_day, skill_bytes)", tenant, name)
+				return t, fmt.Errorf("CODEINTERP_TENANT_QUOTAS %s: unknown quota %q (rate, burst, active, thread_queue, streams, upload_bytes_day, skill_bytes, mcp_sessions)", tenant, name)
 			}
 		}
 		t.Tenants[tenant] = l

@@ -57,28 +57,59 @@ func (s *Store) AddUsage(ctx context.Context, tenant string, sp Spent) error {
 
 // Usage returns a tenant's usage counters and current use.
 func (s *Store) Usage(ctx context.Context, tenant string) (Usage, error) {
+	all, err := s.usageOf(ctx, []string{tenant})
+	if err != nil {
+		return Usage{}, err
+	}
+	return all[tenant], nil
+}
+
+// UsageAll returns the usage of every tenant with usage recorded, for metrics, in two
+// round trips whatever the number of tenants: the set of tenants, then one pipeline.
+func (s *Store) UsageAll(ctx context.Context) (map[string]Usage, error) {
+	tenants, err := s.UsageTenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.usageOf(ctx, tenants)
+}
+
+// usageOf reads the tenants' usage in one pipeline.
+func (s *Store) usageOf(ctx context.Context, tenants []string) (map[string]Usage, error) {
+	type reads struct {
+		h            *redis.MapStringStringCmd
+		live, active *redis.IntCmd
+	}
+	out := make(map[string]Usage, len(tenants))
+	if len(tenants) == 0 {
+		return out, nil
+	}
 	pipe := s.rdb.Pipeline()
-	h := pipe.HGetAll(ctx, s.usageKey(tenant))
-	live := pipe.ZCard(ctx, s.liveKey(tenant))
-	active := pipe.ZCard(ctx, s.activeIndex(tenant))
+	rs := make([]reads, len(tenants))
+	for i, t := range tenants {
+		rs[i] = reads{pipe.HGetAll(ctx, s.usageKey(t)), pipe.ZCard(ctx, s.liveKey(t)), pipe.ZCard(ctx, s.activeIndex(t))}
+	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return Usage{}, fmt.Errorf("read usage of %s: %w", tenant, err)
+		return nil, fmt.Errorf("read usage of %d tenants: %w", len(tenants), err)
 	}
-	u := Usage{Executions: map[jobs.Status]int64{}, LiveSandbox: live.Val(), Active: active.Val()}
-	for k, v := range h.Val() {
-		switch {
-		case strings.HasPrefix(k, "executions:"):
-			n, _ := strconv.ParseInt(v, 10, 64)
-			u.Executions[jobs.Status(strings.TrimPrefix(k, "executions:"))] = n
-		case k == "cpu_seconds":
-			u.CPUSeconds, _ = strconv.ParseFloat(v, 64)
-		case k == "wall_seconds":
-			u.WallSeconds, _ = strconv.ParseFloat(v, 64)
-		case k == "bytes_stored":
-			u.BytesStored, _ = strconv.ParseInt(v, 10, 64)
+	for i, t := range tenants {
+		u := Usage{Executions: map[jobs.Status]int64{}, LiveSandbox: rs[i].live.Val(), Active: rs[i].active.Val()}
+		for k, v := range rs[i].h.Val() {
+			switch {
+			case strings.HasPrefix(k, "executions:"):
+				n, _ := strconv.ParseInt(v, 10, 64)
+				u.Executions[jobs.Status(strings.TrimPrefix(k, "executions:"))] = n
+			case k == "cpu_seconds":
+				u.CPUSeconds, _ = strconv.ParseFloat(v, 64)
+			case k == "wall_seconds":
+				u.WallSeconds, _ = strconv.ParseFloat(v, 64)
+			case k == "bytes_stored":
+				u.BytesStored, _ = strconv.ParseInt(v, 10, 64)
+			}
 		}
+		out[t] = u
 	}
-	return u, nil
+	return out, nil
 }
 
 // UsageTenants returns the tenants with usage recorded, for metrics.

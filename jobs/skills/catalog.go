@@ -21,13 +21,16 @@ import (
 var (
 	ErrNotFound = errors.New("no such skill")
 	ErrExists   = errors.New("that version of the skill exists")
+	// ErrTooManyVersions is a new version of a skill that has MaxVersions already.
+	ErrTooManyVersions = errors.New("the skill has as many versions as it may")
 )
 
 // Catalog is the Redis catalog of skills.
 type Catalog struct {
-	rdb       redis.UniversalClient
-	prefix    string
-	threadTTL time.Duration
+	rdb         redis.UniversalClient
+	prefix      string
+	threadTTL   time.Duration
+	maxVersions int
 }
 
 // Config configures [New].
@@ -36,11 +39,16 @@ type Config struct {
 	// ThreadTTL is how long a thread's attached skills are kept after they were last
 	// set: the records' retention, so they go with the thread; default 7 days.
 	ThreadTTL time.Duration
+	// MaxVersions bounds the versions of one skill (default 100): a new one past it
+	// is refused, never made room for by deleting an old one, which a thread or a
+	// pinned reference may still use.
+	MaxVersions int
 }
 
 // New returns the catalog over rdb. It does no I/O.
 func New(rdb redis.UniversalClient, cfg Config) *Catalog {
-	return &Catalog{rdb: rdb, prefix: cmp.Or(cfg.Prefix, "ci:"), threadTTL: cmp.Or(cfg.ThreadTTL, 7*24*time.Hour)}
+	return &Catalog{rdb: rdb, prefix: cmp.Or(cfg.Prefix, "ci:"), threadTTL: cmp.Or(cfg.ThreadTTL, 7*24*time.Hour),
+		maxVersions: cmp.Or(cfg.MaxVersions, 100)}
 }
 
 var (
@@ -48,22 +56,26 @@ var (
 	addSrc string
 	//go:embed lua/delete.lua
 	deleteSrc string
+	//go:embed lua/latest.lua
+	latestSrc string
 
 	addScript    = redis.NewScript(addSrc)
 	deleteScript = redis.NewScript(deleteSrc)
+	latestScript = redis.NewScript(latestSrc)
 )
 
 // Add records a new version of a skill, the next one when sk.Version is 0, and
 // charges its Size to the tenant's skill bytes. It fails with [ErrExists] if the
-// version exists, and with a *quota.Exceeded ("skill_bytes") if the tenant's bytes
-// would pass limit (0: none); then nothing is recorded.
+// version exists, with [ErrTooManyVersions] if the skill has MaxVersions, and with a
+// *quota.Exceeded ("skill_bytes") if the tenant's bytes would pass limit (0: none);
+// then nothing is recorded.
 func (c *Catalog) Add(ctx context.Context, tenant string, sk jobs.Skill, limit int64) (jobs.Skill, error) {
 	meta, err := json.Marshal(sk)
 	if err != nil {
 		return sk, err
 	}
-	keys := []string{c.skillKey(tenant, sk.Name), c.namesKey(tenant), c.bytesKey(tenant)}
-	res, err := addScript.Run(ctx, c.rdb, keys, sk.Name, sk.Version, meta, sk.Size, limit).Int64Slice()
+	keys := []string{c.skillKey(tenant, sk.Name), c.namesKey(tenant), c.bytesKey(tenant), c.versionsKey(tenant, sk.Name)}
+	res, err := addScript.Run(ctx, c.rdb, keys, sk.Name, sk.Version, meta, sk.Size, limit, c.maxVersions).Int64Slice()
 	if err != nil {
 		return sk, fmt.Errorf("add skill %s of %s: %w", sk.Name, tenant, err)
 	}
@@ -72,23 +84,42 @@ func (c *Catalog) Add(ctx context.Context, tenant string, sk jobs.Skill, limit i
 		return sk, fmt.Errorf("%w: %s@%d", ErrExists, sk.Name, res[1])
 	case -2:
 		return sk, &quota.Exceeded{Quota: "skill_bytes", Limit: float64(limit)}
+	case -3:
+		return sk, fmt.Errorf("%w: %s has %d (the most is %d)", ErrTooManyVersions, sk.Name, res[1], c.maxVersions)
 	}
 	sk.Version = int(res[1])
 	return sk, nil
 }
 
+// MaxVersions is the most versions one skill may have.
+func (c *Catalog) MaxVersions() int { return c.maxVersions }
+
 // Get returns a version of a skill, the latest when version is 0, or [ErrNotFound].
+// It reads that version alone, however many the skill has.
 func (c *Catalog) Get(ctx context.Context, tenant, name string, version int) (jobs.Skill, error) {
-	all, err := c.versions(ctx, tenant, name)
-	if err != nil {
-		return jobs.Skill{}, err
-	}
-	for i := len(all) - 1; i >= 0; i-- {
-		if version == 0 || all[i].Version == version {
-			return all[i], nil
+	v, meta := strconv.Itoa(version), ""
+	if version == 0 {
+		res, err := latestScript.Run(ctx, c.rdb, []string{c.skillKey(tenant, name), c.versionsKey(tenant, name)}).StringSlice()
+		if err != nil {
+			return jobs.Skill{}, fmt.Errorf("read skill %s of %s: %w", name, tenant, err)
+		}
+		if len(res) == 2 {
+			v, meta = res[0], res[1]
+		}
+	} else {
+		var err error
+		meta, err = c.rdb.HGet(ctx, c.skillKey(tenant, name), v).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return jobs.Skill{}, fmt.Errorf("read skill %s@%d of %s: %w", name, version, tenant, err)
 		}
 	}
-	return jobs.Skill{}, fmt.Errorf("%w: %s", ErrNotFound, name)
+	var sk jobs.Skill
+	n, err := strconv.Atoi(v)
+	if meta == "" || err != nil || json.Unmarshal([]byte(meta), &sk) != nil {
+		return jobs.Skill{}, fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	sk.Name, sk.Version = name, n
+	return sk, nil
 }
 
 // versions returns a skill's versions, oldest first.
@@ -132,7 +163,7 @@ func (c *Catalog) List(ctx context.Context, tenant string) ([]jobs.Skill, error)
 // Delete deletes one version of a skill (all when version is 0), credits their bytes
 // and returns the versions deleted: none is [ErrNotFound].
 func (c *Catalog) Delete(ctx context.Context, tenant, name string, version int) ([]int, error) {
-	keys := []string{c.skillKey(tenant, name), c.namesKey(tenant), c.bytesKey(tenant)}
+	keys := []string{c.skillKey(tenant, name), c.namesKey(tenant), c.bytesKey(tenant), c.versionsKey(tenant, name)}
 	res, err := deleteScript.Run(ctx, c.rdb, keys, name, version).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("delete skill %s of %s: %w", name, tenant, err)

@@ -19,16 +19,19 @@ import (
 	"time"
 )
 
-// blockedNets are the destinations a webhook may not reach unless the operator allows
-// them: loopback, private, link-local (cloud metadata services live there), shared
-// (CGNAT), multicast, unspecified and reserved addresses, and the IPv6 ranges that
-// embed or translate to IPv4 ones (IPv4-compatible, NAT64, 6to4, Teredo), site-local
-// and discard.
+// blockedNets are the destinations a webhook or an input file's URL may not reach
+// unless the operator allows them: loopback, private, link-local (cloud metadata
+// services live there), shared (CGNAT), multicast, unspecified and reserved
+// addresses, Azure's WireServer (168.63.129.16: a public address every Azure VM
+// reaches, which serves its provisioning data and extensions), and the IPv6 ranges
+// that embed or translate to IPv4 ones (IPv4-compatible, IPv4-translated
+// ::ffff:0:a.b.c.d, NAT64, 6to4, Teredo), site-local and discard. IPv4-mapped
+// addresses (::ffff:a.b.c.d) are judged as the IPv4 address they map.
 var blockedNets = mustPrefixes(
 	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-	"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
+	"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4", "168.63.129.16/32",
 	"::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8",
-	"::/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001::/32", "fec0::/10", "100::/64",
+	"::/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001::/32", "fec0::/10", "100::/64",
 )
 
 func mustPrefixes(cidrs ...string) []netip.Prefix {
@@ -39,7 +42,9 @@ func mustPrefixes(cidrs ...string) []netip.Prefix {
 	return out
 }
 
-// Guard decides which addresses and ports webhooks may connect to.
+// Guard decides which addresses and ports webhooks may connect to. The API fetches
+// input files given by URL through a Guard of its own (CODEINTERP_FETCH_ALLOW), so an
+// internal receiver allowed for webhooks is not readable by every tenant.
 type Guard struct {
 	Allow []netip.Prefix // operator exceptions: internal receivers
 	Ports []uint16       // if set, the only ports webhooks may connect to
@@ -136,7 +141,8 @@ func literalAddr(host string) (netip.Addr, bool) {
 
 // Client returns an HTTP client for webhooks: it checks every address it connects to
 // after DNS resolution (so a name that resolves, or re-resolves, to a private address
-// is refused: no DNS rebinding), follows no redirects and uses no proxy.
+// is refused: no DNS rebinding), follows no redirects, uses no proxy and asks for no
+// compression (a gzip body of kilobytes would inflate to gigabytes in the reader).
 func (g Guard) Client(timeout time.Duration) *http.Client {
 	dialer := &net.Dialer{
 		Timeout: timeout,
@@ -155,6 +161,7 @@ func (g Guard) Client(timeout time.Duration) *http.Client {
 		Timeout: timeout,
 		Transport: &http.Transport{
 			Proxy:                 nil,
+			DisableCompression:    true,
 			DialContext:           dialer.DialContext,
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          16,

@@ -117,3 +117,47 @@ func TestGuardPortsAndPublicErrors(t *testing.T) {
 		t.Errorf("status error %q", got)
 	}
 }
+
+// Azure's WireServer and IPv4-translated addresses are refused like the metadata
+// services, as addresses, in URLs and at dial time; an IPv4-mapped address is judged
+// as the IPv4 address it maps.
+func TestGuardWireServerAndTranslated(t *testing.T) {
+	g := Guard{}
+	for _, c := range []struct {
+		ip        string
+		permitted bool
+	}{
+		{"168.63.129.16", false},
+		{"::ffff:168.63.129.16", false},   // IPv4-mapped
+		{"::ffff:0:168.63.129.16", false}, // IPv4-translated (RFC 2765)
+		{"::ffff:0:10.0.0.1", false},
+		{"::ffff:0:127.0.0.1", false},
+		{"::ffff:0:93.184.216.34", false}, // translated: refused whatever it embeds
+		{"::ffff:127.0.0.1", false},
+		{"::ffff:10.0.0.1", false},
+		{"::ffff:93.184.216.34", true}, // mapped public address: the public address
+		{"168.63.129.15", true},
+		{"168.63.129.17", true},
+	} {
+		if got := g.Permitted(netip.MustParseAddr(c.ip)); got != c.permitted {
+			t.Errorf("Permitted(%s) = %v, want %v", c.ip, got, c.permitted)
+		}
+	}
+	for _, raw := range []string{"http://168.63.129.16/machine?comp=goalstate", "http://2822734096/", "http://[::ffff:0:a83f:8110]/",
+		"http://[::ffff:0:127.0.0.1]/", "http://[::ffff:168.63.129.16]/"} {
+		u, _ := url.Parse(raw)
+		if err := g.CheckURL(u); !errors.Is(err, ErrForbiddenTarget) {
+			t.Errorf("CheckURL(%s) = %v, want refused", raw, err)
+		}
+	}
+	c := g.Client(2 * time.Second)
+	for _, raw := range []string{"http://168.63.129.16:9/", "http://[::ffff:0:7f00:1]:9/"} {
+		if _, err := c.Get(raw); !errors.Is(err, ErrForbiddenTarget) {
+			t.Errorf("dial %s: %v, want refused by the guard", raw, err)
+		}
+	}
+	// The operator's allow-list still opens it, for a service that must reach it.
+	if !(Guard{Allow: []netip.Prefix{netip.MustParsePrefix("168.63.129.16/32")}}).Permitted(netip.MustParseAddr("168.63.129.16")) {
+		t.Error("an allowed WireServer address is refused")
+	}
+}

@@ -30,10 +30,15 @@ import (
 //
 // Sandboxes made with no token (one-off and blank ones) skip all of this until a
 // thread's owner fences them.
+//
+// The lock is the keeper's alone (mode 0600): a lock the code could open, it could
+// flock and hold for ever, and every raise (adoption, Remove, the janitor's reclaim)
+// would time out. Sandboxes made before this kept a lock at fenceDir/lock, readable by
+// the code; it is no longer used.
 const (
 	fenceDir  = "/run/codeinterp"
 	fenceFile = fenceDir + "/fence"
-	fenceLock = fenceDir + "/lock"
+	fenceLock = fenceDir + "/keeper.lock"
 	retired   = "retired"
 	// fencedExit is the exit status of a fence check that refused.
 	fencedExit = 3
@@ -58,7 +63,9 @@ func keeperCmd(token int64) []string {
 // raiseScript runs as the keeper: $0 is the token, $1 "retire" to retire the sandbox.
 const raiseScript = `set -e
 [ -d ` + fenceDir + ` ] || exit 4
+umask 077
 exec 9>>` + fenceLock + `
+umask 022
 flock -x -w 10 9
 cur=$(cat ` + fenceFile + ` 2>/dev/null || echo 0)
 if [ "$cur" = ` + retired + ` ] || [ "$cur" -gt "$0" ]; then echo "fenced: $cur" >&2; exit 3; fi

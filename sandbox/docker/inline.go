@@ -76,7 +76,7 @@ func (s *Sandbox) putInline(ctx context.Context, files []sandbox.File) (done boo
 }
 
 // inlineGetMax bounds the answer a kernel sends for a one-off's outputs (base64 in one
-// event line, under maxEventLine); larger outputs are read by the helper.
+// event line, under maxGotLine); larger outputs are read by the helper.
 const inlineGetMax = 4 << 20
 
 // getTimeout bounds reading outputs through the kernel. After the code ran, the

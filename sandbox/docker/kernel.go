@@ -1,11 +1,9 @@
 package docker
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -17,10 +15,6 @@ import (
 
 	"github.com/codeinterp/codeinterp/sandbox"
 )
-
-// maxEventLine bounds one JSON line from the kernel. The driver sends stream text in
-// chunks of at most 64 KiB, so only forged or broken output comes near it.
-const maxEventLine = 8 << 20
 
 // wireEvent is one line the kernel driver writes. See deploy/sandbox/driver.py. The
 // user's code can write any line, so each field is read leniently (a field of the
@@ -96,11 +90,31 @@ type wireRequest struct {
 type kernel struct {
 	execID string
 	conn   io.WriteCloser
-	close  func()
-	events chan wireEvent // closed when the driver's stdout ends
+	hangUp func() // closes the exec's connection
+	// events carries what the driver says, to whoever listens (stream.go); it is
+	// closed when the decoder ends: the stream ended or broke, or the kernel closed.
+	events    chan wireEvent
+	closed    chan struct{}
+	closeOnce sync.Once
+	woken     chan struct{} // a listener arrived
 
 	mu   sync.Mutex
 	diag bytes.Buffer // the driver's own stderr, kept for error messages
+	ear  *listener    // who listens now; nil: nobody, and nothing is read
+}
+
+func newKernel(execID string, conn io.WriteCloser, hangUp func()) *kernel {
+	return &kernel{execID: execID, conn: conn, hangUp: hangUp, events: make(chan wireEvent),
+		closed: make(chan struct{}), woken: make(chan struct{}, 1)}
+}
+
+// close hangs up on the kernel; its decoder ends, whatever it was doing. The process
+// itself is ended by a reset or the removal. Safe to call more than once.
+func (k *kernel) close() {
+	k.closeOnce.Do(func() {
+		close(k.closed)
+		k.hangUp()
+	})
 }
 
 // kernelEnv is how a kernel starts: with the libraries imported, or as a zygote
@@ -152,18 +166,21 @@ func (d *Runtime) startKernel(ctx context.Context, containerID string, mode kern
 	if err != nil {
 		return nil, fmt.Errorf("attach kernel exec: %w", err)
 	}
-	k := &kernel{execID: created.ID, conn: hj.Conn, close: hj.Close, events: make(chan wireEvent, 64)}
+	k := newKernel(created.ID, hj.Conn, hj.Close)
 	out, outW := io.Pipe()
 	go func() {
+		// Ends when the connection is closed, or when the decoder closes out.
 		_, err := stdcopy.StdCopy(outW, diagWriter{k}, hj.Reader)
 		outW.CloseWithError(cmpErr(err, io.EOF))
 	}()
 	go k.decode(out)
+	stop := k.listen(maxControlLine)
+	defer stop()
 
 	select {
 	case ev, ok := <-k.events:
 		if !ok || ev.Ev != "ready" {
-			hj.Close()
+			k.close()
 			// Say why: a kill (137) is another process's reset or the memory limit.
 			if code, err := d.execExitCode(ctx, created.ID); err == nil {
 				return nil, fmt.Errorf("kernel did not start (exit status %d): %s", code, k.diagnostics())
@@ -172,48 +189,8 @@ func (d *Runtime) startKernel(ctx context.Context, containerID string, mode kern
 		}
 		return k, nil
 	case <-ctx.Done():
-		hj.Close()
+		k.close()
 		return nil, fmt.Errorf("wait for kernel: %w", ctx.Err())
-	}
-}
-
-func (k *kernel) decode(r io.Reader) {
-	defer close(k.events)
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := readLine(br, maxEventLine)
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				k.noteDiag("kernel stream: " + err.Error())
-			}
-			return
-		}
-		var ev wireEvent
-		var typeErr *json.UnmarshalTypeError
-		if err := json.Unmarshal(line, &ev); err != nil && !errors.As(err, &typeErr) {
-			continue // not ours: the code wrote to the protocol descriptor
-		}
-		k.events <- ev
-	}
-}
-
-// readLine reads one newline-terminated line of at most max bytes.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > max {
-			return nil, fmt.Errorf("event line longer than %d bytes", max)
-		}
-		switch {
-		case err == nil:
-			return line, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		default:
-			return nil, err
-		}
 	}
 }
 
@@ -234,6 +211,8 @@ func (k *kernel) send(req wireRequest) error {
 // the code wrote after its run, or forgeries) are skipped. A kernel that ends is
 // dropped from the sandbox. The caller holds s.mu.
 func (s *Sandbox) askLocked(ctx context.Context, k *kernel, req wireRequest, answer string) (wireEvent, error) {
+	stop := k.listen(answerLimit(answer))
+	defer stop()
 	if err := k.send(req); err != nil {
 		return wireEvent{}, err
 	}

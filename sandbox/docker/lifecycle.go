@@ -27,7 +27,7 @@ func (s *Sandbox) Pause(ctx context.Context) error {
 	if err := s.checkFence(ctx); err != nil {
 		return err
 	}
-	if err := s.engineRetry(ctx, "is already paused", func() error { return s.d.cli.ContainerPause(ctx, s.id) }); err != nil {
+	if err := s.engineRetry(ctx, []string{"is already paused", "unable to freeze"}, func() error { return s.d.cli.ContainerPause(ctx, s.id) }); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", s.name, err)
 	}
 	s.paused = true
@@ -45,7 +45,7 @@ func (s *Sandbox) resumeLocked(ctx context.Context) (bool, error) {
 	if !s.paused {
 		return false, nil
 	}
-	if err := s.engineRetry(ctx, "is not paused", func() error { return s.d.cli.ContainerUnpause(ctx, s.id) }); err != nil {
+	if err := s.engineRetry(ctx, []string{"is not paused"}, func() error { return s.d.cli.ContainerUnpause(ctx, s.id) }); err != nil {
 		return false, fmt.Errorf("resume sandbox %s: %w", s.name, err)
 	}
 	s.paused = false
@@ -57,17 +57,21 @@ func (s *Sandbox) resumeLocked(ctx context.Context) (bool, error) {
 const staleStateFor = 5 * time.Second
 
 // engineRetry runs a pause or an unpause, retrying while the engine answers with
-// stale, its "already paused" or "not paused" conflict. The engine marks a container
-// paused both when it pauses it and when containerd's pause event arrives, which
-// may be after a quick unpause: for a moment it calls a running container paused,
-// until the resume event puts it right (seen under gVisor, whose events lag). This
-// sandbox's own flag, kept under s.mu, is the truth: nobody else pauses it.
-func (s *Sandbox) engineRetry(ctx context.Context, stale string, op func() error) error {
+// one of the transient errors: its "already paused" or "not paused" conflict, or
+// runc's "unable to freeze". The engine marks a container paused both when it
+// pauses it and when containerd's pause event arrives, which may be after a quick
+// unpause: for a moment it calls a running container paused, until the resume
+// event puts it right (seen under gVisor, whose events lag). This sandbox's own
+// flag, kept under s.mu, is the truth: nobody else pauses it. runc (cgroup v1)
+// gives up on a freeze that a process keeps escaping (one forking, or in the
+// middle of I/O) and thaws the container again; a moment later it freezes (CI saw
+// it once on a busy machine).
+func (s *Sandbox) engineRetry(ctx context.Context, transient []string, op func() error) error {
 	deadline := time.Now().Add(staleStateFor)
 	wait := 5 * time.Millisecond
 	for {
 		err := op()
-		if err == nil || !strings.Contains(err.Error(), stale) || time.Now().After(deadline) {
+		if err == nil || !containsAny(err.Error(), transient) || time.Now().After(deadline) {
 			return err
 		}
 		select {
@@ -77,6 +81,15 @@ func (s *Sandbox) engineRetry(ctx context.Context, stale string, op func() error
 			return err
 		}
 	}
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // Snapshot streams the workspace as a tar archive whose paths are relative to

@@ -45,6 +45,8 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req sandbox.Request, onEve
 		onEvent = func(sandbox.Event) {}
 	}
 	start := time.Now()
+	stop := k.listen(maxRunLine)
+	defer stop()
 	if err := k.send(wireRequest{Op: "exec", ID: req.ID, Language: string(req.Language), Code: req.Code, Env: req.Env}); err != nil {
 		return sandbox.Outcome{}, s.lostKernel(ctx, err)
 	}

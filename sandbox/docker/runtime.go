@@ -230,13 +230,19 @@ func (s *Sandbox) Release() {
 
 // Remove deletes the sandbox, its kernel and its workspace. It is safe to call twice
 // and should be given a context that outlives the caller's cancellation.
+//
+// A sandbox under a token is retired first, so no older owner adopts it while it
+// goes, and a newer owner's sandbox is never removed by an older one: a newer token
+// refuses the removal ([sandbox.ErrFenced]). A retire that fails otherwise (its exec
+// cannot start because the code holds every pid, the keeper cannot run, the engine
+// failed it) does not keep the sandbox: no owner could fence or adopt it either, so
+// it is removed all the same, or the code could make its sandbox outlive every idle
+// reap, eviction and DELETE.
 func (s *Sandbox) Remove(ctx context.Context) error {
 	s.mu.Lock()
 	if s.token > 0 {
-		// Retire it first, so no older owner adopts it while it goes, and a newer
-		// owner's sandbox is never removed by an older one.
 		err := s.raiseLocked(ctx, s.token, true)
-		if errors.Is(err, sandbox.ErrFenced) || (err != nil && !gone(err)) {
+		if errors.Is(err, sandbox.ErrFenced) || (err != nil && ctx.Err() != nil) {
 			s.mu.Unlock()
 			return err
 		}
@@ -295,12 +301,6 @@ func transientRemoval(err error) bool {
 	return strings.Contains(msg, "is zombie") ||
 		strings.Contains(msg, "already in progress") ||
 		strings.Contains(msg, "volume is in use")
-}
-
-// gone reports whether err says the container is removed or not running, so there
-// are no processes left to fence.
-func gone(err error) bool {
-	return client.IsErrNotFound(err) || errdefs.IsConflict(err)
 }
 
 func randomHex(n int) string {

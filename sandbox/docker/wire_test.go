@@ -65,14 +65,15 @@ func TestRewriteTarSkipsHostileEntries(t *testing.T) {
 // One odd field does not lose a kernel event: it is left zero (or clamped), and the
 // rest of the event stands.
 func TestWireEventLenient(t *testing.T) {
-	k := &kernel{events: make(chan wireEvent, 8)}
+	k := newKernel("", nil, func() {})
+	defer k.listen(maxRunLine)()
 	lines := strings.Join([]string{
 		`{"ev": "done", "id": "a", "exit_code": 1180591620717411303424, "cpu_ms": 1e400, "outputs": "x", "workspace": [["ok.txt", -1, "t"], 7, ["big", 1e300, 1e300]], "skipped": {"special": "x", "bad_name": 3}}`,
 		`{"ev": "done", "id": "b", "exit_code": "seven", "error": "not an object"}`,
 		`not json`,
 		`{"ev": "done", "id": "c", "exit_code": -3}`,
 	}, "\n") + "\n"
-	k.decode(strings.NewReader(lines))
+	go k.decode(io.NopCloser(strings.NewReader(lines)))
 	var evs []wireEvent
 	for ev := range k.events {
 		evs = append(evs, ev)

@@ -30,6 +30,10 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 		{"RichResults", testRichResults},
 		{"SavedFigure", testSavedFigure},
 		{"SlowStream", testSlowStream},
+		{"OutputOrder", testOutputOrder},
+		{"ManyLines", testManyLines},
+		{"LiveOutput", testLiveOutput},
+		{"Recyclable/OutputOrder", func(t *testing.T, b bundle) { testOutputOrder(t, b.recyclable()) }},
 		{"Timeout", testTimeout},
 		{"TimeoutIgnoringInterrupt", testTimeoutIgnored},
 		{"Cancel", testCancel},
@@ -55,6 +59,7 @@ func Exercise(t *testing.T, newSandbox NewFunc) {
 		{"BigBash", testBigBash},
 		{"ForgedEvents", testForgedEvents},
 		{"WipeLeavesNothing", testWipeLeavesNothing},
+		{"WipeZombieLeader", testWipeZombieLeader},
 		// A one-off's sandbox may take files another way (Docker: through its kernel).
 		{"Recyclable/InputAndOutputFiles", func(t *testing.T, b bundle) { testFiles(t, b.recyclable()) }},
 		{"Recyclable/PathTraversalRejected", func(t *testing.T, b bundle) { testTraversal(t, b.recyclable()) }},

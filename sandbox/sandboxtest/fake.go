@@ -229,6 +229,15 @@ type FakeSandbox struct {
 	runs, pauses, adoptions int
 	snapshots               int
 	fence                   int64 // the largest fencing token recorded (Fence)
+	removeErr               error // FailRemove
+}
+
+// FailRemove makes every Remove of the sandbox fail with err (nil: succeed), as a
+// sandbox its code broke would.
+func (b *FakeSandbox) FailRemove(err error) {
+	b.f.mu.Lock()
+	defer b.f.mu.Unlock()
+	b.removeErr = err
 }
 
 // Fence records token unless a larger one is recorded (sandbox.ErrFenced). The fake
@@ -584,6 +593,9 @@ func (b *FakeSandbox) Release() {
 func (b *FakeSandbox) Remove(context.Context) error {
 	b.f.mu.Lock()
 	defer b.f.mu.Unlock()
+	if b.removeErr != nil {
+		return b.removeErr
+	}
 	b.removed = true
 	delete(b.f.boxes, b.id)
 	return nil

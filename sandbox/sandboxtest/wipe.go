@@ -110,3 +110,92 @@ func WantNothingLeft(t testing.TB, stdout string) string {
 	}
 	return seen.Host
 }
+
+// leaveZombieLeader is a one-off that leaves a process whose main thread has exited
+// (it shows as a zombie in /proc) while another of its threads runs on, holding a
+// secret it hands to whoever connects to its abstract unix socket. It prints whether
+// the secret is served and the state of the process's main thread.
+const leaveZombieLeader = `import json, socket, subprocess, time
+p = subprocess.Popen(["setsid", "python3", "-c", """
+import ctypes, socket, threading
+def hold():
+    s = socket.socket(socket.AF_UNIX)
+    s.bind("\\0codeinterp-zombie")
+    s.listen()
+    while True:
+        c, _ = s.accept()
+        c.sendall(b"secret")
+        c.close()
+threading.Thread(target=hold).start()
+ctypes.CDLL(None).pthread_exit(None)
+"""])
+def secret():
+    try:
+        c = socket.socket(socket.AF_UNIX)
+        c.connect("\0codeinterp-zombie")
+        return c.recv(16).decode()
+    except OSError:
+        return ""
+def state():
+    try:
+        return open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline and not (secret() and state() == "Z"):
+    time.sleep(0.05)
+print(json.dumps({"secret": secret(), "leader": state()}))`
+
+// lookForSurvivors reports, as JSON, the processes of the code's user other than this
+// kernel and its parent (a zygote) that have a task still alive, and what the
+// socket of [leaveZombieLeader] serves.
+const lookForSurvivors = `import json, os, socket
+me, parent, uid = os.getpid(), os.getppid(), os.getuid()
+alive = []
+for p in os.listdir("/proc"):
+    if not p.isdigit() or int(p) in (me, parent):
+        continue
+    try:
+        if "\nUid:\t%d\t" % uid not in open("/proc/%s/status" % p).read():
+            continue
+        states = [open("/proc/%s/task/%s/stat" % (p, t)).read().rsplit(")", 1)[1].split()[0]
+                  for t in os.listdir("/proc/%s/task" % p)]
+    except OSError:
+        continue
+    if any(s not in ("Z", "X") for s in states):
+        alive.append("%s: %s" % (p, " ".join(states)))
+try:
+    c = socket.socket(socket.AF_UNIX)
+    c.connect("\0codeinterp-zombie")
+    secret = c.recv(16).decode()
+except OSError:
+    secret = ""
+print(json.dumps({"alive": alive, "secret": secret}))`
+
+// A process whose main thread exited while another thread runs on (a zombie leader)
+// does not survive a wipe: the next one-off of the tenant finds nothing of it alive.
+func testWipeZombieLeader(t *testing.T, b bundle) {
+	sb := b.sandbox(t, func(s *sandbox.Spec) { s.Thread, s.Recyclable = "", true })
+	out := run(t, sb, py(leaveZombieLeader))
+	wantStatus(t, out, sandbox.Succeeded)
+	var left struct{ Secret, Leader string }
+	if err := json.Unmarshal([]byte(out.Stdout), &left); err != nil || left.Secret != "secret" {
+		t.Fatalf("the zombie-led process did not start: %q (%v)", out.Stdout, err)
+	}
+	t.Logf("its main thread's state: %s", left.Leader)
+	if err := sb.Wipe(context.Background()); err != nil {
+		t.Fatalf("Wipe: %v", err)
+	}
+	out = run(t, sb, py(lookForSurvivors))
+	wantStatus(t, out, sandbox.Succeeded)
+	var seen struct {
+		Alive  []string
+		Secret string
+	}
+	if err := json.Unmarshal([]byte(out.Stdout), &seen); err != nil {
+		t.Fatalf("%v: %q", err, out.Stdout)
+	}
+	if len(seen.Alive) > 0 || seen.Secret != "" {
+		t.Fatalf("after the wipe, processes of the code's user still run: %q, secret served %q", seen.Alive, seen.Secret)
+	}
+}

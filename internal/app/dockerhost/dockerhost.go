@@ -4,7 +4,11 @@
 package dockerhost
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"strings"
 
 	"github.com/docker/docker/client"
 
@@ -26,4 +30,13 @@ func Open(c config.Config) (*docker.Runtime, func() error, error) {
 		return nil, nil, fmt.Errorf("docker client: %w", err)
 	}
 	return docker.New(cli, Config(c)), cli.Close, nil
+}
+
+// Explain adds what to do to an engine error that says this process may not use the
+// engine's socket: the images run unprivileged and reach it as members of its group.
+func Explain(err error) error {
+	if err != nil && (errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied")) {
+		return fmt.Errorf("%w (uid %d is not in the group of the Docker socket: add that group to the process, e.g. CODEINTERP_DOCKER_GID under docker-compose)", err, os.Getuid())
+	}
+	return err
 }
