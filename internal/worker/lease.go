@@ -66,6 +66,8 @@ func (r *Runner) transition(ctx context.Context, ex *jobs.Execution, from ...job
 // names no owner or another claim of this very worker — a crash lost the last
 // writes, and no other worker may take the thread while this one lives.
 func (r *Runner) newerLease(ctx context.Context, lease threadq.Lease) (threadq.Lease, bool) {
+	r.reclaim.Lock()
+	defer r.reclaim.Unlock()
 	if cur, ok := r.heldLease(lease.Thread); ok && cur.Token > lease.Token {
 		return cur, true
 	}
@@ -114,10 +116,8 @@ func (r *Runner) revalidate(ctx context.Context) {
 		// worker (a crash lost the last one): no other worker may take it while this
 		// one lives, so this one claims it again rather than let go.
 		if h.Owner == "" || h.Owner == r.cfg.Worker {
-			lease, _, err := r.queue.Claim(ctx, h.Lease.Thread, r.cfg.Worker)
+			err := r.claimAgain(ctx, h.Lease)
 			if err == nil {
-				r.cfg.Logger.Warn("thread lease vanished from Redis; claimed again", "thread", h.Lease.Thread)
-				r.renew(h.Lease, lease)
 				continue
 			}
 			if !errors.Is(err, threadq.ErrOwned) {
@@ -127,6 +127,23 @@ func (r *Runner) revalidate(ctx context.Context) {
 		}
 		r.lose(h.Lease)
 	}
+}
+
+// claimAgain claims old's thread again for this worker, unless an item's end
+// (newerLease) did meanwhile: nil when this worker holds the thread now.
+func (r *Runner) claimAgain(ctx context.Context, old threadq.Lease) error {
+	r.reclaim.Lock()
+	defer r.reclaim.Unlock()
+	if cur, ok := r.heldLease(old.Thread); ok && cur.Token > old.Token {
+		return nil
+	}
+	lease, _, err := r.queue.Claim(ctx, old.Thread, r.cfg.Worker)
+	if err != nil {
+		return err
+	}
+	r.cfg.Logger.Warn("thread lease vanished from Redis; claimed again", "thread", old.Thread)
+	r.renew(old, lease)
+	return nil
 }
 
 // renew replaces old by lease, a newer claim of its thread by this worker.

@@ -93,6 +93,11 @@ type Runner struct {
 
 	mu    sync.Mutex
 	owned map[jobs.ThreadKey]*thread // threads this worker serves
+	// reclaim serialises this worker's claims of a thread it already serves (a
+	// heartbeat's and an item's end's, lease.go), each with the renew that records
+	// it: between a claim and its renew, the other would find the thread owned by
+	// this worker under a lease it does not know yet, and give the thread up.
+	reclaim sync.Mutex
 	// warmPools hold blank sandboxes for new threads, oneOffPools recyclable ones no
 	// code ran in yet, by profile name (profiles with a size > 0 alone); recycled
 	// holds wiped ones of a tenant, idle.
