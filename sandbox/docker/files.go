@@ -123,7 +123,7 @@ func (s *Sandbox) writeAs(ctx context.Context, user string, feed func(io.Writer)
 		if ferr != nil {
 			return writeResult{}, ferr
 		}
-		return writeResult{}, fmt.Errorf("file helper failed: %s", h.stderr())
+		return writeResult{}, fmt.Errorf("file helper failed: %s", h.explain(ctx))
 	}
 	if ferr != nil {
 		return writeResult{}, ferr
@@ -222,8 +222,26 @@ type fileReader struct {
 	limits sandbox.ReadLimits
 	i      int
 	sent   int64
+
+	peeked bool // the next entry's header was read ahead, into hdr and hdrErr
+	hdr    *tar.Header
+	hdrErr error
 }
 
+// peek reads the next entry's header ahead; next returns it. It returns the
+// error of a broken answer.
+func (r *fileReader) peek() error {
+	if !r.peeked {
+		r.hdr, r.hdrErr = r.tr.Next()
+		r.peeked = true
+	}
+	return r.hdrErr
+}
+
+// startRead starts the file helper reading names. An answer that breaks off before
+// its first entry is asked for once more, since a read changes nothing: on a starved
+// host under gVisor the engine has been seen to end a helper's stream before the
+// helper said anything. A second break is reported, with what the helper said.
 func (s *Sandbox) startRead(ctx context.Context, names []string, limits sandbox.ReadLimits) (*fileReader, error) {
 	var in bytes.Buffer
 	for _, n := range names {
@@ -231,12 +249,18 @@ func (s *Sandbox) startRead(ctx context.Context, names []string, limits sandbox.
 		in.WriteByte(0)
 	}
 	arg := func(n int64) string { return strconv.FormatInt(unbounded(n), 10) }
-	h, err := s.startHelper(ctx, func(w io.Writer) error { _, err := w.Write(in.Bytes()); return err },
-		"read", arg(limits.Each), arg(limits.Total))
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		h, err := s.startHelper(ctx, func(w io.Writer) error { _, err := w.Write(in.Bytes()); return err },
+			"read", arg(limits.Each), arg(limits.Total))
+		if err != nil {
+			return nil, err
+		}
+		r := newFileReader(h, h, func() string { return h.explain(ctx) }, names, limits)
+		if r.peek() == nil || attempt == 2 || ctx.Err() != nil {
+			return r, nil // next reports a break
+		}
+		r.Close()
 	}
-	return newFileReader(h, h, h.stderr, names, limits), nil
 }
 
 func newFileReader(answer io.Reader, c io.Closer, diag func() string, names []string, limits sandbox.ReadLimits) *fileReader {
@@ -261,7 +285,9 @@ func unbounded(n int64) int64 {
 func (r *fileReader) next() (sandbox.FileInfo, io.Reader, error) {
 	name := r.names[r.i]
 	info := sandbox.FileInfo{Name: name}
-	hdr, err := r.tr.Next()
+	r.peek()
+	hdr, err := r.hdr, r.hdrErr
+	r.peeked = false
 	if err != nil {
 		return info, nil, fmt.Errorf("file helper: %w (%s)", cmpErr(err, io.ErrUnexpectedEOF), r.diag())
 	}
@@ -309,7 +335,7 @@ func (s *Sandbox) Files(ctx context.Context) ([]sandbox.FileInfo, error) {
 		Files []listingEntry `json:"files"`
 	}
 	if err != nil || json.Unmarshal(b, &l) != nil {
-		return nil, fmt.Errorf("list files of %s: %s", s.name, h.stderr())
+		return nil, fmt.Errorf("list files of %s: %s", s.name, h.explain(ctx))
 	}
 	return sandbox.Outcome{Workspace: listing(l.Files)}.Clean().Workspace, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -25,6 +26,8 @@ var helperCmd = []string{"python3", "-I", "-S", "-c",
 // output from it; Close it when done. Its output is as untrusted as the code: the
 // code's other processes run as the same user.
 type helper struct {
+	s      *Sandbox
+	execID string
 	hj     types.HijackedResponse
 	out    demux
 	fed    chan error // the feeder's result; nil without a feeder
@@ -60,7 +63,7 @@ func (s *Sandbox) startHelperAs(ctx context.Context, user string, feed func(io.W
 	if err != nil {
 		return nil, fmt.Errorf("start file helper in %s: %w", s.name, err)
 	}
-	h := &helper{hj: hj, out: demux{r: hj.Reader}}
+	h := &helper{s: s, execID: created.ID, hj: hj, out: demux{r: hj.Reader}}
 	if feed != nil {
 		h.fed = make(chan error, 1)
 		go func() {
@@ -103,6 +106,26 @@ func (h *helper) stderr() string {
 	return string(h.out.stderr)
 }
 
+// explain says why a helper's answer broke off, for error messages: its standard
+// error, the start of a short standard output (where the engine writes an exec it
+// could not start: "OCI runtime exec failed: ..."), and how the process ended.
+func (h *helper) explain(ctx context.Context) string {
+	why := h.stderr()
+	if h.out.total > 0 && h.out.total <= int64(len(h.out.head)) {
+		why += fmt.Sprintf("; its output was %q", h.out.head)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if ins, err := h.s.d.cli.ContainerExecInspect(ctx, h.execID); err == nil {
+		if ins.Running {
+			why += "; still running"
+		} else {
+			why += fmt.Sprintf("; exit code %d", ins.ExitCode)
+		}
+	}
+	return why
+}
+
 // demux reads standard output out of an exec's multiplexed stream (frames of an
 // 8-byte header — stream, 3 zero bytes, big-endian length — and a payload), keeping
 // the first 16 KiB of standard error aside.
@@ -110,6 +133,8 @@ type demux struct {
 	r      *bufio.Reader
 	left   int // bytes of the current stdout frame not read yet
 	stderr []byte
+	head   [256]byte // the first bytes of standard output
+	total  int64     // bytes of standard output read
 	stop   func() bool
 }
 
@@ -136,6 +161,10 @@ func (d *demux) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := d.r.Read(p[:min(len(p), d.left)])
+	if d.total < int64(len(d.head)) {
+		copy(d.head[d.total:], p[:n])
+	}
+	d.total += int64(n)
 	d.left -= n
 	if errors.Is(err, io.EOF) && d.left > 0 {
 		err = io.ErrUnexpectedEOF
