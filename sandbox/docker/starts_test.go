@@ -31,6 +31,9 @@ func TestKernelStartsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
+	// The client negotiates its API version on first use, racily: do it before the
+	// Create below and waitRunning use it at once.
+	cli.NegotiateAPIVersion(context.Background())
 	prefix := fmt.Sprintf("citest-starts%d", os.Getpid())
 	d := New(cli, Config{Image: cmp.Or(os.Getenv("CODEINTERP_SANDBOX_IMAGE"), "codeinterp/sandbox:latest"), Prefix: prefix, KernelStarts: 1})
 	d.starts <- struct{}{} // another kernel is starting
