@@ -647,11 +647,22 @@ func bigSubmission(n int) []byte {
 
 // slowBody starts req, whose body the test writes through the returned pipe, and
 // returns where its answer will arrive.
+//
+// It goes on a connection of its own: a body read from a pipe cannot be sent again,
+// so a pooled connection the server closed as it was taken (idle too long) would
+// fail the request where a replayable body is retried.
 func slowBody(req *http.Request, pr *io.PipeReader) <-chan answer {
 	req.Body = pr
 	out := make(chan answer, 1)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	go func() {
-		a, err := send(req)
+		resp, err := client.Do(req)
+		var a answer
+		if err == nil {
+			b, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			a, err = answer{status: resp.StatusCode, header: resp.Header, body: b}, rerr
+		}
 		if err != nil {
 			a.status, a.body = -1, []byte(err.Error())
 		}
@@ -686,8 +697,14 @@ func TestAbuseAPIBodyBudget(t *testing.T) {
 	}})
 	body := bigSubmission(size)
 
+	var first <-chan answer
 	budgetHeld := func(what string) {
-		eventually(t, 30*time.Second, what, func() bool {
+		eventually(t, time.Minute, what, func() bool {
+			select {
+			case a := <-first:
+				t.Fatalf("%s: the slow body was answered before it was all sent: %d %s", what, a.status, a.body)
+			default:
+			}
 			return s.request(t, "key-a", "POST", "/v1/executions", strings.NewReader("{}")).status == http.StatusServiceUnavailable
 		})
 	}
@@ -696,7 +713,7 @@ func TestAbuseAPIBodyBudget(t *testing.T) {
 	t.Cleanup(func() { pw.CloseWithError(errors.New("test over")) })
 	req := s.newRequest("key-a", "POST", "/v1/executions", nil)
 	req.ContentLength = size
-	first := slowBody(req, pr)
+	first = slowBody(req, pr)
 	if _, err := pw.Write(body[:64<<10]); err != nil {
 		t.Fatal(err)
 	}

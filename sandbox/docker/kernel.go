@@ -194,15 +194,32 @@ func (d *Runtime) startKernel(ctx context.Context, containerID string, mode kern
 	}
 }
 
-func (k *kernel) send(req wireRequest) error {
+// send writes one request line, within ctx. The kernel's input is a pipe: a driver
+// that stops reading it (wedged, or frozen by a starved host) would hold the write,
+// and with it the sandbox's lock and the caller, for ever. A write that ctx cuts
+// short leaves half a line, so the kernel is hung up on then; the caller drops it.
+func (k *kernel) send(ctx context.Context, req wireRequest) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	if _, err := k.conn.Write(append(b, '\n')); err != nil {
+	stop := context.AfterFunc(ctx, k.close)
+	_, err = k.conn.Write(append(b, '\n'))
+	if !stop() {
+		return fmt.Errorf("write to kernel: not taken in time (%w)", context.Cause(ctx))
+	}
+	if err != nil {
 		return fmt.Errorf("write to kernel: %w", err)
 	}
 	return nil
+}
+
+// sendWithin sends req within d of now, whatever ctx says: a canceled run must still
+// be able to send its interrupt.
+func (k *kernel) sendWithin(ctx context.Context, d time.Duration, req wireRequest) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	defer cancel()
+	return k.send(ctx, req)
 }
 
 // askLocked sends req to the sandbox's kernel, between runs, and returns its answer:
@@ -213,7 +230,9 @@ func (k *kernel) send(req wireRequest) error {
 func (s *Sandbox) askLocked(ctx context.Context, k *kernel, req wireRequest, answer string) (wireEvent, error) {
 	stop := k.listen(answerLimit(answer))
 	defer stop()
-	if err := k.send(req); err != nil {
+	if err := k.send(ctx, req); err != nil {
+		k.close()
+		s.kernel = nil
 		return wireEvent{}, err
 	}
 	for {

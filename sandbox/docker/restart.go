@@ -19,14 +19,19 @@ import (
 func (s *Sandbox) kernelDied(ctx context.Context, k *kernel, start time.Time, stopped sandbox.Status) (sandbox.Outcome, error) {
 	k.close()
 	s.kernel = nil
-	code, err := s.d.execExitCode(ctx, k.execID)
-	if err != nil {
-		return sandbox.Outcome{}, fmt.Errorf("kernel in %s lost: %w", s.name, err)
-	}
+	// A canceled run asks too: its kernel may have died of the interrupt, or been
+	// hung up on for not taking it (run).
+	code, err := s.d.execExitCode(context.WithoutCancel(ctx), k.execID)
 	// Whatever the kernel started may still be running: stop it before the next run.
 	s.resetKernel(context.WithoutCancel(ctx), nil)
 	if stopped != "" {
+		if err != nil {
+			code = -1
+		}
 		return sandbox.Outcome{Status: stopped, ExitCode: code, Error: stopError(stopped, 0)}, nil
+	}
+	if err != nil {
+		return sandbox.Outcome{}, fmt.Errorf("kernel in %s lost: %w", s.name, err)
 	}
 	if code == 137 && s.d.oomSince(ctx, s.id, start) {
 		return sandbox.Outcome{Status: sandbox.Failed, ExitCode: code, Error: &sandbox.Error{

@@ -47,7 +47,10 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req sandbox.Request, onEve
 	start := time.Now()
 	stop := k.listen(maxRunLine)
 	defer stop()
-	if err := k.send(wireRequest{Op: "exec", ID: req.ID, Language: string(req.Language), Code: req.Code, Env: req.Env}); err != nil {
+	// The request goes out even when ctx has just ended: the loop below then
+	// interrupts the code as it does any canceled run.
+	exec := wireRequest{Op: "exec", ID: req.ID, Language: string(req.Language), Code: req.Code, Env: req.Env}
+	if err := k.sendWithin(ctx, s.d.cfg.StartTimeout, exec); err != nil {
 		return sandbox.Outcome{}, s.lostKernel(ctx, err)
 	}
 	var timeout <-chan time.Time
@@ -66,8 +69,10 @@ func (s *Sandbox) run(ctx context.Context, k *kernel, req sandbox.Request, onEve
 	)
 	interrupt := func(why sandbox.Status) {
 		stopped, timeout, done = why, nil, nil
-		_ = k.send(wireRequest{Op: "interrupt", ID: req.ID})
 		grace = time.After(s.d.cfg.Grace)
+		// Not taken within the grace, the kernel is hung up on and its events end:
+		// the run ends as a dead kernel's, stopped (kernelDied).
+		_ = k.sendWithin(ctx, s.d.cfg.Grace, wireRequest{Op: "interrupt", ID: req.ID})
 	}
 	for {
 		select {

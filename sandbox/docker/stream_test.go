@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"context"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -105,4 +106,45 @@ func TestStreamLineLimit(t *testing.T) {
 	if d := k.diagnostics(); !strings.Contains(d, "longer than 1024 bytes") {
 		t.Fatalf("diagnostics %q", d)
 	}
+}
+
+// A kernel that does not take its input (a wedged driver: nobody reads the pipe)
+// cannot hold a sender past its context: the write ends, and the kernel is hung up
+// on, since half a line may have gone out.
+func TestSendBoundedByContext(t *testing.T) {
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pr.Close() })
+	hungUp := make(chan struct{})
+	k := newKernel("", pw, func() { close(hungUp); pw.CloseWithError(io.ErrClosedPipe) })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	sent := make(chan error, 1)
+	go func() { sent <- k.send(ctx, wireRequest{Op: "exec", ID: "x", Code: "print(1)"}) }()
+	select {
+	case err := <-sent:
+		if err == nil || !strings.Contains(err.Error(), "not taken in time") {
+			t.Fatalf("send to a kernel that reads nothing: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("send outlived its context by a minute")
+	}
+	select {
+	case <-hungUp:
+	default:
+		t.Fatal("the kernel was not hung up on")
+	}
+	select {
+	case <-k.closed:
+	default:
+		t.Fatal("the kernel was not closed")
+	}
+
+	// A kernel that takes its input is not hung up on.
+	pr2, pw2 := io.Pipe()
+	go func() { _, _ = io.Copy(io.Discard, pr2) }()
+	k2 := newKernel("", pw2, func() { t.Error("a kernel that took its input was hung up on") })
+	if err := k2.send(context.Background(), wireRequest{Op: "exec", ID: "y"}); err != nil {
+		t.Fatal(err)
+	}
+	pw2.Close()
 }
