@@ -41,6 +41,17 @@ const (
 	KindReset        Kind = "reset"         // restart the thread's kernel, keep its workspace
 )
 
+// Counted reports whether records of kind k count against their tenant's active and
+// thread-queue quotas: code and the API's operations do; the service's own (pause,
+// reap) never, and neither does a delete, which is how a tenant at its quota frees
+// what it holds (it still takes a rate token).
+func (k Kind) Counted() bool { return k != KindPause && k != KindReap && k != KindDeleteThread }
+
+// Awaited reports whether the outcome of a record of kind k is read only by the
+// caller that waits for it (a file got, a reset, a delete): such records are kept
+// briefly (records.Config.OpTTL), and a get nobody waits for any more is canceled.
+func (k Kind) Awaited() bool { return k == KindGetFile || k == KindReset || k == KindDeleteThread }
+
 // Execution is the record of one execution: what was asked and what happened. It is
 // stored as JSON in Redis; the API shows a view of it.
 type Execution struct {

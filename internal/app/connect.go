@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -89,6 +90,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error
 	a.Records = records.New(rdb, records.Config{
 		Prefix: cfg.KeyPrefix, TTL: cfg.Retention, Threads: a.Threads,
 		OnEnd: webhook.OnEnd(a.Tasks, log), Quotas: a.Quotas.Limits, Blocking: streams,
+		// A delete, which must still happen after its caller stopped waiting, waits
+		// behind one run at most: it cancels the rest.
+		OpTTL: time.Duration(cfg.MaxTimeoutMS)*time.Millisecond + 5*time.Minute,
 	})
 	return a, nil
 }

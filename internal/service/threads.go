@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
 	"github.com/codeinterp/codeinterp/sandbox"
 	"github.com/codeinterp/codeinterp/storage"
@@ -144,13 +145,17 @@ func (s *Service) putFile(ctx context.Context, tenant, id, path string, store fu
 	if err != nil {
 		return "", storage.Object{}, err
 	}
-	if err := s.cfg.Quotas.Submit(ctx, tenant); err != nil {
-		return "", storage.Object{}, asQuota(err, "")
+	if err := s.Admit(ctx, tenant); err != nil {
+		return "", storage.Object{}, err
 	}
 	// A file put to a new thread creates it, in the tenant's default profile.
 	prof, err := s.profile(ctx, tenant, "", id)
 	if err != nil {
 		return "", storage.Object{}, err
+	}
+	// Refuse what the quotas refuse before storing or counting anything.
+	if err := s.cfg.Records.Admit(ctx, tenant, id); err != nil {
+		return "", storage.Object{}, s.quotaError(err)
 	}
 	op := &jobs.Execution{ID: jobs.NewOpID(), Kind: jobs.KindPutFile, Tenant: tenant, ThreadID: id, Profile: prof.Name, Status: jobs.Queued, CreatedAt: s.cfg.Now().UTC()}
 	key := jobs.InputKey(op, name)
@@ -160,7 +165,10 @@ func (s *Service) putFile(ctx context.Context, tenant, id, path string, store fu
 	}
 	op.Inputs = []jobs.Input{{Name: name, Key: key, Size: obj.Size}}
 	if _, err := s.cfg.Records.Create(ctx, op, "", ""); err != nil {
-		return "", storage.Object{}, asProfileMismatch(err)
+		// Refused after all (a quota raced, or the thread's profile): keep nothing.
+		_ = s.cfg.Quotas.Refund(context.WithoutCancel(ctx), tenant, obj.Size)
+		_, _ = s.cfg.Store.DeletePrefix(context.WithoutCancel(ctx), key)
+		return "", storage.Object{}, s.opCreateError(err)
 	}
 	return name, obj, nil
 }
@@ -206,15 +214,37 @@ func (s *Service) OpenFileTail(ctx context.Context, f jobs.File, n int64) (io.Re
 	return rc, err
 }
 
-// runOp queues a thread operation and waits for it to end.
+// runOp queues a thread operation and waits for it to end. An operation costs like
+// a submission: it takes a rate token, and but for a delete it is refused past the
+// tenant's active and thread-queue quotas (it holds a place in both until it ends). A get that is still
+// queued when its caller stops waiting (gone, or past OpWait) is canceled: its copy
+// would be read by nobody.
 func (s *Service) runOp(ctx context.Context, op *jobs.Execution) (*jobs.Execution, error) {
+	if err := s.Admit(ctx, op.Tenant); err != nil {
+		return nil, err
+	}
 	op.ID, op.Status, op.CreatedAt = jobs.NewOpID(), jobs.Queued, s.cfg.Now().UTC()
 	done, stop := s.cfg.Waiter.Watch(op.ID)
 	defer stop()
 	if _, err := s.cfg.Records.Create(ctx, op, "", ""); err != nil {
-		return nil, err
+		return nil, s.opCreateError(err)
 	}
-	return s.awaitEnd(ctx, op.Tenant, op.ID, done, OpWait)
+	ended, err := s.awaitEnd(ctx, op.Tenant, op.ID, done, OpWait)
+	if op.Kind == jobs.KindGetFile && (err != nil || !ended.Status.Terminal()) {
+		if _, cerr := s.cfg.Records.Cancel(context.WithoutCancel(ctx), op.Tenant, op.ID); cerr != nil {
+			s.cfg.Logger.Warn("cancel an abandoned file read", "op", op.ID, "err", cerr)
+		}
+	}
+	return ended, err
+}
+
+// opCreateError is the client's error for an operation the records refused.
+func (s *Service) opCreateError(err error) error {
+	var over *quota.Exceeded
+	if errors.As(err, &over) {
+		return s.quotaError(err)
+	}
+	return asProfileMismatch(err)
 }
 
 func opProblem(op *jobs.Execution) string {

@@ -40,7 +40,10 @@ func TestStaleActive(t *testing.T) {
 	}
 	want[create("acme", "t1", now.Add(-time.Hour), jobs.KindExecution)] = "acme"
 	want[create("globex", "", now.Add(-2*time.Hour), jobs.KindExecution)] = "globex"
-	create("acme", "t1", now.Add(-time.Hour), jobs.KindPutFile) // operations are not executions
+	// A tenant's operations are active work too; the service's own, and deletes, are not.
+	want[create("acme", "t1", now.Add(-time.Hour), jobs.KindPutFile)] = "acme"
+	create("acme", "t1", now.Add(-time.Hour), jobs.KindPause)
+	create("acme", "t1", now.Add(-time.Hour), jobs.KindDeleteThread)
 	// One that ended is no longer active.
 	endedID := create("globex", "", now.Add(-time.Hour), jobs.KindExecution)
 	ex, _ := r.Get(ctx, "", endedID)

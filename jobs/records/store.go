@@ -47,8 +47,16 @@ type Config struct {
 	Blocking redis.UniversalClient
 	// Quotas, if set, bounds each tenant's active executions and thread queues.
 	Quotas func(tenant string) quota.Limits
-	Now    func() time.Time
+	// OpTTL is how long the record of an awaited operation (jobs.Kind.Awaited)
+	// lives: long enough for it to reach the front of its thread's queue behind the
+	// longest run (a delete still happens after its caller stopped waiting), short
+	// enough that a loop of abandoned requests cannot fill Redis. Default MinOpTTL.
+	OpTTL time.Duration
+	Now   func() time.Time
 }
+
+// MinOpTTL is the shortest OpTTL.
+const MinOpTTL = 15 * time.Minute
 
 // Store keeps execution records in Redis.
 type Store struct {
@@ -57,6 +65,7 @@ type Store struct {
 	prefix     string
 	ttl        time.Duration // how long records live; artifacts live as long
 	idempotent time.Duration // how long an Idempotency-Key is remembered
+	opTTL      time.Duration
 	threads    *threadq.Queue
 	onEnd      func(context.Context, *jobs.Execution)
 	quotas     func(string) quota.Limits
@@ -70,6 +79,7 @@ func New(rdb redis.UniversalClient, cfg Config) *Store {
 		rdb: rdb, blocking: cfg.Blocking, prefix: cmp.Or(cfg.Prefix, "ci:"), ttl: ttl,
 		idempotent: max(24*time.Hour, min(ttl, 7*24*time.Hour)),
 		threads:    cfg.Threads, onEnd: cfg.OnEnd, quotas: cfg.Quotas, now: cfg.Now,
+		opTTL: min(max(cfg.OpTTL, MinOpTTL), ttl),
 	}
 	if s.blocking == nil {
 		s.blocking = rdb
@@ -85,6 +95,17 @@ func New(rdb redis.UniversalClient, cfg Config) *Store {
 
 // TTL returns how long records are kept.
 func (s *Store) TTL() time.Duration { return s.ttl }
+
+// OpTTL returns how long an awaited operation's record is kept.
+func (s *Store) OpTTL() time.Duration { return s.opTTL }
+
+// recordTTL is how long a new record of kind k lives.
+func (s *Store) recordTTL(k jobs.Kind) time.Duration {
+	if k.Awaited() {
+		return s.opTTL
+	}
+	return s.ttl
+}
 
 //go:embed lua/create.lua
 var createSrc string
@@ -105,8 +126,11 @@ type Created struct {
 // same tenant and key returns the first record's id and Created=false instead; with a
 // different requestHash it returns ErrIdempotencyMismatch. A thread keeps the profile
 // its first record named: a record naming another is refused with a
-// *ProfileMismatch (a record naming none, an operation, joins whatever it is). An execution past the
-// tenant's active or thread-queue quota is refused with a *quota.Exceeded.
+// *ProfileMismatch (a record naming none, an operation, joins whatever it is). A
+// record that counts (jobs.Kind.Counted: code, and the API's operations but a delete)
+// past the tenant's active or thread-queue quota is refused with a *quota.Exceeded, and
+// counts among the tenant's active ones until it ends. An awaited operation's record
+// lives OpTTL, not the records' TTL.
 func (s *Store) Create(ctx context.Context, ex *jobs.Execution, idemKey, requestHash string) (Created, error) {
 	data, err := json.Marshal(ex)
 	if err != nil {
@@ -125,7 +149,8 @@ func (s *Store) Create(ctx context.Context, ex *jobs.Execution, idemKey, request
 		idemKey != "", ex.ID, requestHash, string(ex.Status), data,
 		int(s.ttl.Seconds()), int(s.idempotent.Seconds()),
 		ex.CreatedAt.UnixMilli(), ex.ThreadID != "", string(tk), push.WakePrefix,
-		push.NowMS, push.BeatTTLMS, ex.Kind == jobs.KindExecution, q.Active, q.ThreadQueue, ex.Profile).StringSlice()
+		push.NowMS, push.BeatTTLMS, ex.Kind == jobs.KindExecution, q.Active, q.ThreadQueue, ex.Profile,
+		ex.Kind.Counted(), int(s.recordTTL(ex.Kind).Seconds())).StringSlice()
 	if err != nil {
 		return Created{}, fmt.Errorf("create execution record: %w", err)
 	}

@@ -8,9 +8,12 @@
 --       11 the thread's profile (used if ARGV[9] == "1")
 -- ARGV: 1 use_idem, 2 id, 3 request_hash, 4 status, 5 json, 6 record_ttl, 7 idem_ttl,
 --       8 created_ms, 9 in_thread, 10 thread key, 11 wake key prefix,
---       12 now_ms, 13 heartbeat_ttl_ms, 14 is_execution (ops are neither listed nor
---       counted), 15 max active (0: none), 16 max queued on the thread (0: none),
---       17 the record's profile ("": none, for operations on an existing thread)
+--       12 now_ms, 13 heartbeat_ttl_ms, 14 is_execution (operations are not listed),
+--       15 max active (0: none), 16 max queued on the thread (0: none),
+--       17 the record's profile ("": none, for operations on an existing thread),
+--       18 counted (asked for by the tenant: checked against the quotas and held
+--       among the active; the service's own operations are neither), 19 the
+--       record's own ttl (shorter for an awaited operation)
 -- Returns {"created"|"exists", id, hash, owner}: owner is the live worker holding the
 -- thread, which has been woken, or "" when the thread needs a new owner; or
 -- {"quota", name, limit} when a quota refuses it, or {"profile", the thread's} when
@@ -22,7 +25,8 @@ if ARGV[1] == "1" then
   end
 end
 local execution = ARGV[14] == "1"
-if execution then
+local counted = ARGV[18] == "1"
+if counted then
   local maxActive = tonumber(ARGV[15])
   if maxActive > 0 and redis.call("ZCARD", KEYS[10]) >= maxActive then
     return {"quota", "active", ARGV[15]}
@@ -45,10 +49,12 @@ if ARGV[1] == "1" then
   redis.call("EXPIRE", KEYS[1], ARGV[7])
 end
 redis.call("HSET", KEYS[2], "status", ARGV[4], "json", ARGV[5])
-redis.call("EXPIRE", KEYS[2], ARGV[6])
+redis.call("EXPIRE", KEYS[2], ARGV[19])
 if execution then
   redis.call("ZADD", KEYS[3], 0, ARGV[2])
   redis.call("EXPIRE", KEYS[3], ARGV[6])
+end
+if counted then
   redis.call("ZADD", KEYS[10], ARGV[8], ARGV[2])
   redis.call("EXPIRE", KEYS[10], ARGV[6])
 end
