@@ -83,6 +83,9 @@ func (s *Store) Bucket() string { return s.cfg.Bucket }
 // Retention returns how long objects are kept.
 func (s *Store) Retention() time.Duration { return s.cfg.Retention }
 
+// URLTTL returns how long a presigned URL works.
+func (s *Store) URLTTL() time.Duration { return s.cfg.URLTTL }
+
 // Ping checks that the bucket answers.
 func (s *Store) Ping(ctx context.Context) error {
 	ok, err := s.cli.BucketExists(ctx, s.cfg.Bucket)

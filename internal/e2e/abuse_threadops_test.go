@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/codeinterp/codeinterp/internal/janitor"
 	"github.com/codeinterp/codeinterp/jobs"
 )
 
@@ -151,5 +153,43 @@ func TestAbuseThreadOpsAbandonedGet(t *testing.T) {
 	rec, err := s.records.Get(ctx, "acme", op)
 	if err != nil || rec.Status != jobs.Canceled {
 		t.Fatalf("the abandoned read's record: %+v %v; want canceled", rec, err)
+	}
+}
+
+// A copy of a thread's file made for a reader lives as long as its download link
+// (and a margin), not the retention: a loop of reads of a large file cannot fill the
+// bucket. The execution's own outputs stay.
+func TestAbuseThreadOpsGetCopiesExpire(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{env: map[string]string{"CODEINTERP_URL_TTL": "1m"}})
+	ex := s.run(t, map[string]any{"thread_id": "t", "code": "open('f.txt', 'w').write('x' * 1000)\nopen('outputs/keep.txt', 'w').write('k')"})
+	if ex.Status != "succeeded" {
+		t.Fatalf("making the thread: %s %+v", ex.Status, ex.Error)
+	}
+	before := s.objects(t, "acme/t/")
+	wantStatus(t, "GET the file", s.request(t, "key-a", "GET", "/v1/threads/t/files/f.txt?inline=true", nil), http.StatusOK)
+	var copies []string
+	for _, k := range s.objects(t, "acme/t/") {
+		if !slices.Contains(before, k) {
+			copies = append(copies, k)
+		}
+	}
+	if len(copies) != 1 || !strings.Contains(copies[0], "/op_") {
+		t.Fatalf("objects made by the read: %q, want its one copy", copies)
+	}
+
+	// A janitor whose clock is past the link's minute and the margin.
+	later := func() time.Time { return time.Now().Add(7 * time.Minute) }
+	j := janitor.New(janitor.Config{Records: s.records, Threads: s.threads, Sandboxes: s.runtime, Store: s.store,
+		ID: s.prefix + "-janitor-copies", Logger: discardLogger, Now: later})
+	if rep := j.Sweep(context.Background()); rep.CopiesDeleted != 1 {
+		t.Fatalf("copies deleted: %d, want 1", rep.CopiesDeleted)
+	}
+	after := s.objects(t, "acme/t/")
+	if slices.Contains(after, copies[0]) {
+		t.Fatalf("the copy %s outlived its link", copies[0])
+	}
+	if !slices.Equal(after, before) {
+		t.Fatalf("objects now %q, want the execution's as they were, %q", after, before)
 	}
 }

@@ -30,7 +30,9 @@ import (
 type Storage interface {
 	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) (storage.Object, error)
 	DeleteBefore(ctx context.Context, prefix string, before time.Time) (int, error)
+	DeletePrefix(ctx context.Context, prefix string) (int, error)
 	Retention() time.Duration
+	URLTTL() time.Duration
 }
 
 // Config configures a Janitor.
@@ -91,6 +93,7 @@ type Report struct {
 	StuckRequeued    int // queued one-offs whose task was lost, queued again
 	StuckEnded       int // executions nothing would ever end, ended failed (WorkerLost)
 	ActiveDropped    int // ended or expired executions dropped from a tenant's active index
+	CopiesDeleted    int // copies made for readers, deleted once their links expired
 	ArtifactsExpired int
 	EntriesExpired   int64
 }
@@ -120,6 +123,7 @@ func (j *Janitor) Sweep(ctx context.Context) Report {
 		{"idle", j.sweepIdle},
 		{"orphans", j.sweepOrphans},
 		{"stuck", j.sweepStuck},
+		{"copies", j.sweepCopies},
 		{"expiry", j.sweepExpired},
 	}
 	for _, s := range steps {
@@ -133,6 +137,7 @@ func (j *Janitor) Sweep(ctx context.Context) Report {
 		"pause_requested", rep.PauseRequested, "reap_requested", rep.ReapRequested,
 		"orphans_removed", rep.OrphansRemoved, "orphans_snapshotted", rep.OrphansSaved,
 		"stuck_requeued", rep.StuckRequeued, "stuck_ended", rep.StuckEnded, "active_dropped", rep.ActiveDropped,
+		"copies_deleted", rep.CopiesDeleted,
 		"artifacts_expired", rep.ArtifactsExpired, "entries_expired", rep.EntriesExpired)
 	return rep
 }
@@ -194,6 +199,37 @@ func (j *Janitor) askIdle(ctx context.Context, a records.Activity, now time.Time
 		return fmt.Errorf("queue %s on %s: %w", kind, tk, err)
 	}
 	return nil
+}
+
+// copyMargin is how long a copy made for a reader outlives the download link the API
+// gave for it: the link is signed after the copy is stored, which takes a while for a
+// large file.
+const copyMargin = 5 * time.Minute
+
+// copyBatch is how many copies sweepCopies reads at a time.
+const copyBatch = 200
+
+// sweepCopies deletes the copies of workspace files made for readers (a thread's file
+// got over the API) once their download links have expired: they were made for one
+// reader, and are not kept for the retention. Janitors sweeping at once delete the
+// same copies, which is harmless.
+func (j *Janitor) sweepCopies(ctx context.Context, rep *Report) error {
+	cutoff := j.cfg.Now().Add(-j.cfg.Store.URLTTL() - copyMargin)
+	for {
+		due, err := j.cfg.Records.CopiesBefore(ctx, cutoff, copyBatch)
+		if err != nil || len(due) == 0 {
+			return err
+		}
+		for _, prefix := range due {
+			if _, err := j.cfg.Store.DeletePrefix(ctx, prefix); err != nil {
+				return fmt.Errorf("delete copy %s: %w", prefix, err)
+			}
+			rep.CopiesDeleted++
+		}
+		if err := j.cfg.Records.ForgetCopies(ctx, due...); err != nil || len(due) < copyBatch {
+			return err
+		}
+	}
 }
 
 // sweepExpired deletes expired artifacts and index entries, once per ExpireEvery

@@ -36,6 +36,7 @@ const (
 	orphanAge    = time.Minute
 	stuckAfter   = 10 * time.Minute
 	retention    = 48 * time.Hour
+	urlTTL       = time.Hour
 )
 
 // fakeStore is an in-memory janitor.Storage that records what was put and expired.
@@ -44,6 +45,8 @@ type fakeStore struct {
 	puts    map[string]int
 	data    map[string][]byte
 	deletes []deleteCall
+	// prefixDeletes are DeletePrefix's prefixes, in order.
+	prefixDeletes []string
 	// onPut, if set, runs after a Put stored its data (to simulate a slow upload).
 	onPut func(key string)
 }
@@ -77,6 +80,22 @@ func (s *fakeStore) DeleteBefore(_ context.Context, prefix string, before time.T
 }
 
 func (s *fakeStore) Retention() time.Duration { return retention }
+
+// URLTTL is the fake's download-link life.
+func (s *fakeStore) URLTTL() time.Duration { return urlTTL }
+
+func (s *fakeStore) DeletePrefix(_ context.Context, prefix string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prefixDeletes = append(s.prefixDeletes, prefix)
+	return 1, nil
+}
+
+func (s *fakeStore) prefixesDeleted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.prefixDeletes)
+}
 
 func (s *fakeStore) putCount(key string) int {
 	s.mu.Lock()

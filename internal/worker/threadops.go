@@ -70,6 +70,11 @@ func (r *Runner) getFileOp(ctx context.Context, th *thread, op *jobs.Execution) 
 	if err := jobs.CheckKey(jobs.ArtifactKey(op, op.Path)); err != nil {
 		return jobs.ErrSandboxError.With(fmt.Sprintf("%s cannot be copied out: its storage key would be invalid (%v)", op.Path, err)), nil
 	}
+	// The copy is for one reader: noted before it is stored, so that the janitor
+	// deletes it once its download link has expired, whatever happens after.
+	if err := r.cfg.Records.NoteCopy(ctx, jobs.ArtifactKey(op, ""), r.cfg.Now()); err != nil {
+		return nil, err
+	}
 	// Only a sparse file can be larger than the workspace; copying it would cost its
 	// whole size.
 	var size int64

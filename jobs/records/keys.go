@@ -16,7 +16,7 @@ import (
 //	P t:<tenant>/<thread>:ex        zset (score 0, by id): the thread's records
 //	P t:<tenant>/<thread>:meta      hash: the thread's state (sandbox, files, activity)
 //	P t:<tenant>/<thread>:profile   string: the profile the thread was created with
-//	P ten:<tenant>:active           zset: the tenant's queued or running executions, by creation (ms)
+//	P ten:<tenant>:active           zset: the tenant's queued or running executions and counted operations, by creation (ms)
 //	P ten:<tenant>:threads          zset: the tenant's threads by last activity
 //	P active                        zset: every thread by last activity (the janitor's)
 //	P live:<tenant>                 zset: the tenant's threads with a sandbox, by last use
@@ -27,6 +27,7 @@ import (
 //	P usage:<tenant>                hash: the tenant's usage counters
 //	P usage:tenants                 set: tenants with usage
 //	P manifest:<image>              string (JSON): what a worker read of a profile image's manifest
+//	P copies                        zset: storage prefixes of copies made for readers, by when (ms; copies.go)
 //
 // The per-thread keys share "P t:<thread key>:" with jobs/threadq's, which owns the
 // q, own and inflight ones.
@@ -51,6 +52,7 @@ func (s *Store) cancelChannel() string         { return s.prefix + "cancel" }
 func (s *Store) usageKey(tenant string) string { return s.prefix + "usage:" + tenant }
 func (s *Store) usageTenantsKey() string       { return s.prefix + "usage:tenants" }
 func (s *Store) lockKey(name string) string    { return s.prefix + "lock:" + name }
+func (s *Store) copiesKey() string             { return s.prefix + "copies" }
 func (s *Store) noIdemKey() string             { return s.prefix + "idem:none" }
 func (s *Store) idemKey(tenant, key string) string {
 	sum := sha256.Sum256([]byte(key))
