@@ -142,6 +142,7 @@ type Config struct {
 
 	HeartbeatTTL      time.Duration `env:"HEARTBEAT_TTL" envDefault:"15s"`
 	Concurrency       int           `env:"WORKER_CONCURRENCY" envDefault:"4"`
+	OneOffShare       int           `env:"ONEOFF_TENANT_SHARE" envDefault:"0"` // 0: half of WORKER_CONCURRENCY, at least 1
 	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"20ms"`
 	ShutdownTimeout   time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"60s"`
 	MetricsAddr       string        `env:"METRICS_ADDR" envDefault:":9091"`
@@ -242,6 +243,7 @@ func (c Config) validate() error {
 	check(c.IdlePause > 0 && c.IdleReap > c.IdlePause, "CODEINTERP_IDLE_REAP (%s) must be longer than CODEINTERP_IDLE_PAUSE (%s), both positive", c.IdleReap, c.IdlePause)
 	check(c.JanitorInterval >= 100*time.Millisecond, "CODEINTERP_JANITOR_INTERVAL %s: want at least 100ms", c.JanitorInterval)
 	check(c.Concurrency >= 1, "CODEINTERP_WORKER_CONCURRENCY %d: want at least 1", c.Concurrency)
+	check(c.OneOffShare >= 0 && c.OneOffShare <= c.Concurrency, "CODEINTERP_ONEOFF_TENANT_SHARE %d: want between 0 (half of CODEINTERP_WORKER_CONCURRENCY) and CODEINTERP_WORKER_CONCURRENCY (%d)", c.OneOffShare, c.Concurrency)
 	check(c.MetricsAddr != c.APIAddr, "CODEINTERP_METRICS_ADDR %q: want a listener apart from CODEINTERP_API_ADDR (the metrics name every tenant)", c.MetricsAddr)
 	check(c.TaskCheckInterval >= 10*time.Millisecond, "CODEINTERP_TASK_CHECK_INTERVAL %s: want at least 10ms", c.TaskCheckInterval)
 	_, err = c.Webhooks()

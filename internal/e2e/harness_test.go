@@ -122,7 +122,9 @@ func stackConfig(t *testing.T, redisURL string, st storage.Config, prefix string
 		"CODEINTERP_SANDBOX_IMAGE":   testenv.Image("sandbox"), "CODEINTERP_SANDBOX_PREFIX": prefix, "CODEINTERP_INTERRUPT_GRACE": "3s",
 		"CODEINTERP_HEARTBEAT_TTL": heartbeatTTL.String(), "CODEINTERP_TASK_CHECK_INTERVAL": "20ms",
 		"CODEINTERP_WORKER_CONCURRENCY": fmt.Sprint(cmp.Or(opt.concurrency, 4)), "CODEINTERP_WARM_POOL": fmt.Sprint(opt.warmPool),
-		"CODEINTERP_ONEOFF_POOL": fmt.Sprint(opt.oneOffPool), "CODEINTERP_ONEOFF_RECYCLE": fmt.Sprint(opt.recycle),
+		// Tests that are not about one-off fairness run acme's one-offs side by side.
+		"CODEINTERP_ONEOFF_TENANT_SHARE": fmt.Sprint(cmp.Or(opt.concurrency, 4)),
+		"CODEINTERP_ONEOFF_POOL":         fmt.Sprint(opt.oneOffPool), "CODEINTERP_ONEOFF_RECYCLE": fmt.Sprint(opt.recycle),
 		"CODEINTERP_MAX_SANDBOXES": fmt.Sprint(opt.maxSandboxes), "CODEINTERP_MAX_SANDBOXES_PER_TENANT": fmt.Sprint(opt.maxPerTenant),
 		"CODEINTERP_SHUTDOWN_TIMEOUT": cmp.Or(opt.shutdownTimeout, time.Minute).String(),
 		// Tests that are not about quotas must not meet them: the hammer alone submits

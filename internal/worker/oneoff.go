@@ -17,7 +17,7 @@ import (
 // sandbox no other tenant's code ever ran in (see oneOffSandbox), removed or wiped for
 // the tenant's next one-off in the same profile afterwards. It returns an error only
 // when the run should be retried: the sandbox could not be prepared and the code
-// never started.
+// never started, or it is postponed (ErrTenantBusy).
 func (r *Runner) ProcessOneOff(ctx context.Context, t *asynq.Task) error {
 	p, err := jobs.DecodePayload(t)
 	if err != nil {
@@ -43,6 +43,10 @@ func (r *Runner) ProcessOneOff(ctx context.Context, t *asynq.Task) error {
 	if _, err := r.profileOf(ex.Profile); err != nil {
 		return r.finish(ctx, ex, jobs.Failed, r.internalError(ex, err)) // retrying would not help
 	}
+	if !r.oneOffs.take(ex.Tenant) {
+		return ErrTenantBusy
+	}
+	defer r.oneOffs.release(ex.Tenant)
 	err = r.run(ctx, ex)
 	if err == nil {
 		return nil

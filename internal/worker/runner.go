@@ -63,8 +63,11 @@ type Config struct {
 	MaxPerTenant int
 	Worker       string // this worker's id: unique per process, recorded on executions and sandboxes
 	Concurrency  int    // thread executions run at once; default 4
-	MaxLog       int64  // bytes of a full stdout/stderr kept as an artifact; default 64 MiB
-	Budgets      Budgets
+	// OneOffShare is how many one-offs one tenant runs at once on this worker (of
+	// the task server's Concurrency slots); default half of Concurrency, at least 1.
+	OneOffShare int
+	MaxLog      int64 // bytes of a full stdout/stderr kept as an artifact; default 64 MiB
+	Budgets     Budgets
 	// Beat is the heartbeat interval; default a third of the queue's heartbeat TTL.
 	Beat time.Duration
 	// Linger is how long a blocking wait (for wake-ups and offers) lasts before it is
@@ -106,6 +109,7 @@ type Runner struct {
 
 	running    map[string]*runningRun  // executions running here, by id, for cancel
 	slots      *slots                  // bounds concurrent thread items, fairly across tenants
+	oneOffs    *oneOffShares           // bounds each tenant's one-offs running here
 	freed      chan struct{}           // signaled when a slot frees
 	runCtx     context.Context         // parent of thread runners; canceled at shutdown
 	stopRun    context.CancelCauseFunc //
@@ -125,6 +129,7 @@ type Runner struct {
 func NewRunner(cfg Config) *Runner {
 	cfg.MaxLog = cmp.Or(cfg.MaxLog, 64<<20)
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, 4)
+	cfg.OneOffShare = cmp.Or(cfg.OneOffShare, max(1, cfg.Concurrency/2))
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	cfg.Linger = cmp.Or(cfg.Linger, 30*time.Second)
 	cfg.Beat = cmp.Or(cfg.Beat, cfg.Threads.HeartbeatTTL()/3)
@@ -146,6 +151,7 @@ func NewRunner(cfg Config) *Runner {
 		slots: newSlots(cfg.Concurrency), freed: make(chan struct{}, 1), stopped: make(chan struct{}),
 		skillCache: newSkillCache(cfg.SkillCache),
 		recycled:   &recycled{perTenant: cfg.RecyclePerTenant, max: cfg.RecycleMax},
+		oneOffs:    newOneOffShares(cfg.OneOffShare),
 	}
 	r.warmPools, r.oneOffPools = r.newPools()
 	return r
