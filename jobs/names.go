@@ -21,6 +21,9 @@ const (
 	// ErrSkillError: the execution's skills could not be attached because of the
 	// workspace (the code keeps a skills/ of its own).
 	ErrSkillError ErrorName = "SkillError"
+	// ErrQuotaExceeded: a thread operation went past one of its tenant's quotas
+	// (a file read, the bytes stored per day).
+	ErrQuotaExceeded ErrorName = "QuotaExceeded"
 )
 
 // With returns an execution error of this name with value as its message.

@@ -29,13 +29,15 @@ func (s *Server) usage(c echo.Context) error {
 			"live_sandboxes":     u.LiveSandbox,
 			"active_executions":  u.Active,
 			"upload_bytes_today": u.UploadsToday,
+			"stored_bytes_today": u.StoredToday,
 			"skill_bytes":        u.SkillBytes,
 			"open_streams":       s.streams.openOf(tenant),
 		},
 		"quotas": map[string]any{
 			"submissions_per_second": q.Rate, "burst": q.Burst, "active_executions": q.Active,
 			"queued_per_thread": q.ThreadQueue, "streams": q.Streams, "upload_bytes_per_day": q.UploadBytesDay,
-			"skill_bytes": q.SkillBytes, "mcp_sessions": q.MCPSessions,
+			"stored_bytes_per_day": q.StoredBytesDay,
+			"skill_bytes":          q.SkillBytes, "mcp_sessions": q.MCPSessions,
 		},
 	})
 }

@@ -48,7 +48,7 @@ func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
 		OneOffPool: cfg.OneOffPool, Recycle: cfg.OneOffRecycle, RecycleIdle: cfg.OneOffRecycleIdle,
 		RecyclePerTenant: cfg.OneOffRecyclePerTenant, RecycleMax: cfg.OneOffRecycleMax,
 		MaxSandboxes: cfg.MaxSandboxes, MaxPerTenant: cfg.MaxSandboxesPerTenant,
-		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, OneOffShare: cfg.OneOffShare, MaxLog: cfg.MaxLogBytes, Logger: a.Logger,
+		Worker: cfg.WorkerID, Concurrency: cfg.Concurrency, OneOffShare: cfg.OneOffShare, Stored: a.Quotas, MaxLog: cfg.MaxLogBytes, Logger: a.Logger,
 		// Activity is refreshed while code runs, often enough that no idle pause
 		// lands during a long run.
 		ActiveEvery: min(10*time.Second, cfg.IdlePause/3),

@@ -98,6 +98,7 @@ type Config struct {
 	QuotaThreadQueue    int     `env:"QUOTA_THREAD_QUEUE" envDefault:"100"`             // items queued on one thread
 	QuotaStreams        int     `env:"QUOTA_STREAMS" envDefault:"16"`                   // open event streams and long-polls, per API process
 	QuotaUploadBytesDay int64   `env:"QUOTA_UPLOAD_BYTES_DAY" envDefault:"10737418240"` // bytes uploaded per UTC day
+	QuotaStoredBytesDay int64   `env:"QUOTA_STORED_BYTES_DAY" envDefault:"21474836480"` // bytes workers store per UTC day
 	QuotaSkillBytes     int64   `env:"QUOTA_SKILL_BYTES" envDefault:"1073741824"`       // bytes of skills held
 	QuotaMCPSessions    int     `env:"QUOTA_MCP_SESSIONS" envDefault:"64"`              // MCP sessions open, per API process
 	TenantQuotas        string  `env:"TENANT_QUOTAS"`                                   // tenant:name=value,...;tenant:...

@@ -7,7 +7,8 @@ import "github.com/codeinterp/codeinterp/jobs/quota"
 func (c Config) Quotas() (quota.Table, error) {
 	return quota.ParseOverrides(quota.Limits{
 		Rate: c.QuotaRate, Burst: c.QuotaBurst, Active: c.QuotaActive, ThreadQueue: c.QuotaThreadQueue,
-		Streams: c.QuotaStreams, UploadBytesDay: c.QuotaUploadBytesDay, SkillBytes: c.QuotaSkillBytes,
+		Streams: c.QuotaStreams, UploadBytesDay: c.QuotaUploadBytesDay,
+		StoredBytesDay: c.QuotaStoredBytesDay, SkillBytes: c.QuotaSkillBytes,
 		MCPSessions: c.QuotaMCPSessions,
 	}, c.TenantQuotas)
 }

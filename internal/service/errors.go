@@ -70,6 +70,7 @@ var quotaNames = map[string]string{
 	"thread_queue":     "executions-queued-on-one-thread",
 	"streams":          "open event streams and long-polls",
 	"upload_bytes_day": "upload bytes per day",
+	"stored_bytes_day": "stored output bytes per day",
 	"skill_bytes":      "bytes of skills held",
 }
 

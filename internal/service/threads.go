@@ -190,6 +190,10 @@ func (s *Service) GetFile(ctx context.Context, tenant, id, path string) (jobs.Fi
 	switch {
 	case op.Status == jobs.Failed && jobs.ErrFileNotFound.Is(op.Error):
 		return jobs.File{}, NotFound("file " + name)
+	case op.Status == jobs.Failed && jobs.ErrQuotaExceeded.Is(op.Error):
+		now := s.cfg.Now().UTC()
+		return jobs.File{}, &Error{Code: CodeQuota, Message: op.Error.Value,
+			RetryAfter: max(1, int(now.Truncate(24*time.Hour).Add(24*time.Hour).Sub(now).Seconds()))}
 	case op.Status != jobs.Succeeded || len(op.Files) == 0:
 		return jobs.File{}, Unavailable("reading %s: %s", name, opProblem(op))
 	}

@@ -10,8 +10,9 @@ import (
 // Usage is what a tenant has used, and where it stands against its quotas.
 type Usage struct {
 	records.Usage
-	SkillBytes int64 // bytes of skills held now
-	Quotas     quota.Limits
+	SkillBytes  int64 // bytes of skills held now
+	StoredToday int64 // bytes workers stored today (UTC)
+	Quotas      quota.Limits
 }
 
 // Usage returns the tenant's usage counters, current use and quotas.
@@ -24,6 +25,9 @@ func (s *Service) Usage(ctx context.Context, tenant string) (Usage, error) {
 		return Usage{}, err
 	}
 	out := Usage{Usage: u, Quotas: s.cfg.Quotas.Limits(tenant)}
+	if out.StoredToday, err = s.cfg.Quotas.StoredToday(ctx, tenant); err != nil {
+		return Usage{}, err
+	}
 	if s.cfg.Skills != nil {
 		if out.SkillBytes, err = s.cfg.Skills.Held(ctx, tenant); err != nil {
 			return Usage{}, err

@@ -23,6 +23,20 @@ func (r *Runner) collect(ctx context.Context, sb sandbox.Sandbox, ex *jobs.Execu
 	ex.Files = ex.Files[:0]
 	lim, b := r.sizeOf(ex)
 	c := collection{workspace: lim.Workspace, left: b.CollectBytes}
+	if why := r.storedSpent(ctx, ex.Tenant); why != "" {
+		for _, name := range out.Outputs {
+			c.skip(name, why)
+		}
+		if ex.StdoutTruncated {
+			c.skip("stdout.log", why)
+		}
+		if ex.StderrTruncated {
+			c.skip("stderr.log", why)
+		}
+		ex.Notes = append(ex.Notes, c.notes()...)
+		return nil
+	}
+	defer func() { r.countStored(ctx, ex.Tenant, ex.Files) }()
 	var names []string
 	for _, name := range out.Outputs {
 		if err := jobs.CheckKey(jobs.ArtifactKey(ex, name)); err != nil {

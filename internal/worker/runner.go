@@ -63,6 +63,9 @@ type Config struct {
 	MaxPerTenant int
 	Worker       string // this worker's id: unique per process, recorded on executions and sandboxes
 	Concurrency  int    // thread executions run at once; default 4
+	// Stored, if set, bounds the bytes stored for each tenant per day (output files,
+	// logs, copies of thread files); nil: no bound.
+	Stored StoredQuota
 	// OneOffShare is how many one-offs one tenant runs at once on this worker (of
 	// the task server's Concurrency slots); default half of Concurrency, at least 1.
 	OneOffShare int

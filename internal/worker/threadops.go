@@ -70,6 +70,9 @@ func (r *Runner) getFileOp(ctx context.Context, th *thread, op *jobs.Execution) 
 	if err := jobs.CheckKey(jobs.ArtifactKey(op, op.Path)); err != nil {
 		return jobs.ErrSandboxError.With(fmt.Sprintf("%s cannot be copied out: its storage key would be invalid (%v)", op.Path, err)), nil
 	}
+	if why := r.storedSpent(ctx, op.Tenant); why != "" {
+		return jobs.ErrQuotaExceeded.With(op.Path + " not copied: " + why), nil
+	}
 	// The copy is for one reader: noted before it is stored, so that the janitor
 	// deletes it once its download link has expired, whatever happens after.
 	if err := r.cfg.Records.NoteCopy(ctx, jobs.ArtifactKey(op, ""), r.cfg.Now()); err != nil {
@@ -90,6 +93,7 @@ func (r *Runner) getFileOp(ctx context.Context, th *thread, op *jobs.Execution) 
 		return nil, err
 	}
 	op.Files = []jobs.File{f}
+	r.countStored(ctx, op.Tenant, op.Files)
 	return nil, nil
 }
 

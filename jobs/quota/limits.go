@@ -21,6 +21,7 @@ type Limits struct {
 	ThreadQueue    int     // items queued on one thread
 	Streams        int     // event streams and long-polls open at once, per API process
 	UploadBytesDay int64   // bytes stored from uploads and inline files per UTC day
+	StoredBytesDay int64   // bytes of output files, logs and file copies workers store per UTC day
 	SkillBytes     int64   // bytes of skills held (jobs/skills charges and credits them)
 	MCPSessions    int     // MCP sessions open at once, per API process (internal/mcp)
 }
@@ -41,7 +42,7 @@ func (t Table) For(tenant string) Limits {
 
 // ParseOverrides reads per-tenant overrides, "tenant:name=value,name=value;tenant:…",
 // on top of the defaults. Names: rate, burst, active, thread_queue, streams,
-// upload_bytes_day, skill_bytes, mcp_sessions.
+// upload_bytes_day, stored_bytes_day, skill_bytes, mcp_sessions.
 func ParseOverrides(def Limits, s string) (Table, error) {
 	t := Table{Default: def, Tenants: map[string]Limits{}}
 	for _, entry := range strings.Split(s, ";") {
@@ -73,12 +74,14 @@ func ParseOverrides(def Limits, s string) (Table, error) {
 				l.Streams = int(n)
 			case "upload_bytes_day":
 				l.UploadBytesDay = int64(n)
+			case "stored_bytes_day":
+				l.StoredBytesDay = int64(n)
 			case "skill_bytes":
 				l.SkillBytes = int64(n)
 			case "mcp_sessions":
 				l.MCPSessions = int(n)
 			default:
-				return t, fmt.Errorf("CODEINTERP_TENANT_QUOTAS %s: unknown quota %q (rate, burst, active, thread_queue, streams, upload_bytes_day, skill_bytes, mcp_sessions)", tenant, name)
+				return t, fmt.Errorf("CODEINTERP_TENANT_QUOTAS %s: unknown quota %q (rate, burst, active, thread_queue, streams, upload_bytes_day, stored_bytes_day, skill_bytes, mcp_sessions)", tenant, name)
 			}
 		}
 		t.Tenants[tenant] = l
