@@ -46,6 +46,10 @@ const (
 	scanBatch = 250
 	// loadBatch is how many records one round trip loads: each may be megabytes.
 	loadBatch = 10
+	// MaxPageBytes bounds the bytes of records one List call loads: past it, a page
+	// comes back short (one record at least) with a cursor to go on from, so that a
+	// burst of listings of large records cannot take the API's memory.
+	MaxPageBytes = 8 << 20
 )
 
 // The range of execution ids in an index, in ZRANGEBYLEX syntax (ids are ASCII).
@@ -67,7 +71,8 @@ const (
 //
 // With a status filter, statuses are read first (a few bytes each) and only the
 // records that match are loaded; at most 2,000 entries are read per call, so a page
-// may come back short, or empty, with a cursor to go on from.
+// may come back short, or empty, with a cursor to go on from. A page also stops
+// before its records pass MaxPageBytes, with a cursor to go on from.
 func (s *Store) List(ctx context.Context, tenant string, opt ListOptions) ([]*jobs.Execution, string, error) {
 	index := s.tenantIndex(tenant)
 	if opt.Thread != "" {
@@ -77,6 +82,13 @@ func (s *Store) List(ctx context.Context, tenant string, opt ListOptions) ([]*jo
 	ids, next, err := s.listIDs(ctx, index, opt)
 	if err != nil {
 		return nil, "", err
+	}
+	fit, err := s.fitting(ctx, ids, MaxPageBytes)
+	if err != nil {
+		return nil, "", err
+	}
+	if fit < len(ids) {
+		ids, next = ids[:fit], ids[fit-1]
 	}
 	out := make([]*jobs.Execution, 0, len(ids))
 	for chunk := range slices.Chunk(ids, loadBatch) {
@@ -142,6 +154,29 @@ func (s *Store) listIDs(ctx context.Context, index string, opt ListOptions) (ids
 	}
 	// The scan bound: the next page goes on after the last entry read.
 	return ids, strings.TrimPrefix(upper, "("), nil
+}
+
+// fitting returns how many of ids, in order, have records of at most max bytes in
+// all (one at least), reading their sizes in one round trip.
+func (s *Store) fitting(ctx context.Context, ids []string, max int64) (int, error) {
+	if len(ids) <= 1 {
+		return len(ids), nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HStrLen(ctx, s.recordKey(id), "json")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("read execution sizes: %w", err)
+	}
+	var total int64
+	for i, c := range cmds {
+		if total += c.Val(); total > max && i > 0 {
+			return i, nil
+		}
+	}
+	return len(ids), nil
 }
 
 // statuses reads the status field of each record in one round trip: "" for a record

@@ -87,9 +87,22 @@ func TestListSummariesAreBounded(t *testing.T) {
 		ex.Files = []jobs.File{{Name: "outputs/a.txt", Key: "k"}}
 	})
 
-	items, next, err := r.List(context.Background(), "acme", records.ListOptions{Limit: 100})
-	if err != nil || len(items) != 11 || next != "" {
-		t.Fatalf("list: %d items, next %q, %v", len(items), next, err)
+	// A huge record is some 6 MiB: a page loads at most MaxPageBytes of them (one at
+	// least), and goes on from a cursor.
+	var items []*jobs.Execution
+	for cursor, pages := "", 0; ; pages++ {
+		got, next, err := r.List(context.Background(), "acme", records.ListOptions{Limit: 100, Cursor: cursor})
+		if err != nil || len(got) == 0 || len(got) > 2 || pages > 11 {
+			t.Fatalf("page %d: %d items, next %q, %v; want 1 or 2 records of ~6 MiB within %d bytes", pages, len(got), next, err, records.MaxPageBytes)
+		}
+		items = append(items, got...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(items) != 11 {
+		t.Fatalf("listed %d executions in all, want 11", len(items))
 	}
 	page, _ := json.Marshal(items)
 	if len(page) > 11*32<<10 {
