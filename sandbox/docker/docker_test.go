@@ -27,9 +27,13 @@ import (
 func newDocker(t *testing.T, prefix string) *docker.Runtime {
 	t.Helper()
 	d := docker.New(newClient(t), docker.Config{
-		Image:   cmp.Or(os.Getenv("CODEINTERP_SANDBOX_IMAGE"), "codeinterp/sandbox:latest"),
-		Prefix:  prefix,
-		Grace:   time.Second,
+		Image:  cmp.Or(os.Getenv("CODEINTERP_SANDBOX_IMAGE"), "codeinterp/sandbox:latest"),
+		Prefix: prefix,
+		// The grace bounds how long an interrupted run may take to stop: a loaded host
+		// under gVisor has taken over a second to deliver the interrupt to a busy loop
+		// (CI: conformance Timeout found the kernel restarted). The production default
+		// is 2 s; runs that ignore the interrupt wait it out.
+		Grace:   3 * time.Second,
 		Runtime: os.Getenv("CODEINTERP_SANDBOX_RUNTIME"),
 	})
 	if err := d.Ping(context.Background()); err != nil {
