@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// Alone, a tenant may use every slot; past the size it waits, and gets a freed one.
-func TestSlotsAloneUseAll(t *testing.T) {
+// Alone, a tenant may use every slot but the reserve; another tenant takes the
+// reserve at once, and past the size waits for a freed slot.
+func TestSlotsAloneLeaveTheReserve(t *testing.T) {
 	ctx := context.Background()
 	s := newSlots(4)
-	for range 4 {
+	for range 3 {
 		if !s.acquire(ctx, "acme") {
 			t.Fatal("acquire")
 		}
@@ -18,14 +19,26 @@ func TestSlotsAloneUseAll(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	if s.acquire(short, "acme") {
-		t.Fatal("acquired a slot beyond the size")
+		t.Fatal("a tenant past its share took the reserve")
+	}
+	if !s.acquire(ctx, "globex") {
+		t.Fatal("globex did not get the reserve")
 	}
 	done := make(chan bool)
-	go func() { done <- s.acquire(ctx, "globex") }()
-	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.waiting["globex"] == 1 })
+	go func() { done <- s.acquire(ctx, "initech") }()
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.waiting["initech"] == 1 })
 	s.release("acme")
 	if !<-done {
-		t.Fatal("globex did not get the freed slot")
+		t.Fatal("initech did not get the freed slot")
+	}
+}
+
+// A single slot has no reserve: the one tenant uses it.
+func TestSlotsSingleHasNoReserve(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if !newSlots(1).acquire(ctx, "acme") {
+		t.Fatal("the only slot was not taken")
 	}
 }
 
@@ -52,9 +65,28 @@ func TestSlotsShareYields(t *testing.T) {
 		t.Fatal("globex passed its share while acme waited")
 	default:
 	}
+	// acme is gone: globex, at its share, still leaves the reserve free, until one
+	// of its own items ends.
 	s.release("acme")
-	if !<-globex {
-		t.Fatal("globex never got the slot")
+	s.mu.Lock()
+	fits := s.fits("globex")
+	s.mu.Unlock()
+	if fits {
+		t.Fatal("globex may take the reserve")
+	}
+	select {
+	case <-globex:
+		t.Fatal("globex took the reserve")
+	default:
+	}
+	s.release("globex")
+	select {
+	case ok := <-globex:
+		if !ok {
+			t.Fatal("globex")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("globex never got the slot it freed")
 	}
 }
 
