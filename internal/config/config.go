@@ -48,6 +48,7 @@ type Config struct {
 	MaxTimeoutMS   int64         `env:"MAX_TIMEOUT_MS" envDefault:"600000"`
 	SandboxImage   string        `env:"SANDBOX_IMAGE" envDefault:"codeinterp/sandbox:latest"`
 	SandboxRuntime string        `env:"SANDBOX_RUNTIME" envDefault:"runc"` // OCI runtime registered with Docker: runc, or runsc (gVisor)
+	SandboxCgroup  string        `env:"SANDBOX_CGROUP_PARENT"`             // cgroup all sandboxes go under; empty: by the engine's driver; "none": the engine's default
 	MemoryMB       int64         `env:"MEMORY_MB" envDefault:"512"`
 	CPUs           float64       `env:"CPUS" envDefault:"1"`
 	Pids           int64         `env:"PIDS" envDefault:"128"`

@@ -25,6 +25,12 @@ type Config struct {
 	// Runtime is the OCI runtime the engine starts sandboxes with, by the name it is
 	// registered under: "runc" (Docker's own) or "runsc" (gVisor, deploy/runsc.sh).
 	Runtime string
+	// CgroupParent is the cgroup every sandbox is created under, so that all of them
+	// together weigh one service container (weights.go). Empty: chosen by the engine's
+	// cgroup driver, "/docker/codeinterp-sandboxes" under cgroupfs (beside the
+	// services' containers) or "codeinterp-sandboxes.slice" under systemd; "none":
+	// the engine's default parent, each sandbox weighing one service container.
+	CgroupParent string
 }
 
 func (c Config) withDefaults() Config {

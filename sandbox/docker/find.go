@@ -82,6 +82,7 @@ func (d *Runtime) find(ctx context.Context, spec sandbox.Spec) (*Sandbox, error)
 		}
 	}
 	s.restartPending = true
+	d.weights.join(spec.Tenant, s.id, 0)
 	return s, nil
 }
 
@@ -112,6 +113,7 @@ func (s *Sandbox) Assign(ctx context.Context, tenant, thread string) error {
 	s.mu.Lock()
 	s.name, s.spec.Tenant, s.spec.Thread = name, tenant, thread
 	s.mu.Unlock()
+	s.d.weights.join(tenant, s.id, baseShares) // a blank sandbox is created with them
 	return nil
 }
 

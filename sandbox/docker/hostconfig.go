@@ -100,8 +100,9 @@ var seccompOpt = func() string {
 }()
 
 // hostConfig is the whole security posture of a sandbox in one place. runtime is
-// the OCI runtime registered with the engine ("runc", "runsc").
-func hostConfig(l sandbox.Limits, workspaceVolume, runtime string) *container.HostConfig {
+// the OCI runtime registered with the engine ("runc", "runsc"); cgroupParent the
+// cgroup it goes under ("": the engine's default; see weights.go).
+func hostConfig(l sandbox.Limits, workspaceVolume, runtime, cgroupParent string) *container.HostConfig {
 	init := true
 	pids, nproc := processLimits(l, runtime)
 	fsize := l.Workspace + fsizeSlack
@@ -115,10 +116,12 @@ func hostConfig(l sandbox.Limits, workspaceVolume, runtime string) *container.Ho
 		Privileged:     false,
 		IpcMode:        "private",
 		Resources: container.Resources{
-			Memory:     l.Memory,
-			MemorySwap: l.Memory, // equal to Memory: no swap
-			NanoCPUs:   int64(l.CPUs * 1e9),
-			PidsLimit:  &pids,
+			CgroupParent: cgroupParent,
+			CPUShares:    baseShares,
+			Memory:       l.Memory,
+			MemorySwap:   l.Memory, // equal to Memory: no swap
+			NanoCPUs:     int64(l.CPUs * 1e9),
+			PidsLimit:    &pids,
 			Ulimits: []*container.Ulimit{
 				// Bounds every file the code writes, /tmp's too (EFBIG past it).
 				{Name: "fsize", Soft: fsize, Hard: fsize},

@@ -11,8 +11,8 @@ import (
 // The whole security posture, checked in one place.
 func TestHostConfigHardening(t *testing.T) {
 	l := sandbox.Limits{}.WithDefaults()
-	hc := hostConfig(l, "ws", "runc")
-	if hc.Runtime != "runc" || hostConfig(l, "ws", "runsc").Runtime != "runsc" {
+	hc := hostConfig(l, "ws", "runc", "")
+	if hc.Runtime != "runc" || hostConfig(l, "ws", "runsc", "").Runtime != "runsc" {
 		t.Errorf("runtime %q, want the configured one", hc.Runtime)
 	}
 	if hc.NetworkMode != "none" {
@@ -52,7 +52,7 @@ func TestHostConfigFileSizeLimit(t *testing.T) {
 	for _, ws := range []int64{8 << 20, sandbox.DefaultWorkspace, 1 << 30} {
 		l := sandbox.Limits{Workspace: ws}.WithDefaults()
 		var fsize []int64
-		for _, u := range hostConfig(l, "ws", "runc").Ulimits {
+		for _, u := range hostConfig(l, "ws", "runc", "").Ulimits {
 			if u.Name == "fsize" {
 				fsize = append(fsize, u.Soft, u.Hard)
 			}
@@ -81,7 +81,7 @@ func TestHostConfigUlimits(t *testing.T) {
 		{"runsc", func(cgroup, nproc int64) bool { return nproc == l.Pids && cgroup >= 12*l.Pids }},
 		{"runsc-kvm", func(cgroup, nproc int64) bool { return nproc == l.Pids && cgroup >= 12*l.Pids }},
 	} {
-		hc := hostConfig(l, "ws", tc.runtime)
+		hc := hostConfig(l, "ws", tc.runtime, "")
 		got := map[string][2]int64{}
 		for _, u := range hc.Ulimits {
 			if _, dup := got[u.Name]; dup {

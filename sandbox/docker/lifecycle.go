@@ -31,6 +31,7 @@ func (s *Sandbox) Pause(ctx context.Context) error {
 		return fmt.Errorf("pause sandbox %s: %w", s.name, err)
 	}
 	s.paused = true
+	s.d.weights.leave(s.spec.Tenant, s.id)
 	return nil
 }
 
@@ -49,6 +50,7 @@ func (s *Sandbox) resumeLocked(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("resume sandbox %s: %w", s.name, err)
 	}
 	s.paused = false
+	s.d.weights.join(s.spec.Tenant, s.id, 0)
 	return true, nil
 }
 

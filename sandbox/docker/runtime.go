@@ -52,6 +52,10 @@ type Runtime struct {
 	starts chan struct{} // a token per kernel starting now (Config.KernelStarts)
 	// runtimeSeen records that the engine listed cfg.Runtime once.
 	runtimeSeen atomic.Bool
+	weights     *weights
+
+	parentMu sync.Mutex
+	parent   *string // the resolved cgroup parent (cgroupParent); nil until known
 }
 
 var (
@@ -63,7 +67,7 @@ var (
 // New returns a runtime using cli. It does no I/O.
 func New(cli *client.Client, cfg Config) *Runtime {
 	cfg = cfg.withDefaults()
-	return &Runtime{cli: cli, cfg: cfg, starts: make(chan struct{}, cfg.KernelStarts)}
+	return &Runtime{cli: cli, cfg: cfg, starts: make(chan struct{}, cfg.KernelStarts), weights: newWeights(dockerShares(cli, cfg.Runtime))}
 }
 
 // Sandbox is one running container with its kernel. Its methods are safe for
@@ -167,6 +171,10 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 		labels[LabelRecyclable] = "1"
 	}
 
+	parent, err := d.cgroupParent(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var undo []func(context.Context)
 	defer func() {
 		if err != nil {
@@ -193,7 +201,7 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 		WorkingDir:      "/workspace",
 		Labels:          maps.Clone(labels),
 		NetworkDisabled: true,
-	}, hostConfig(limits, vol.Name, d.cfg.Runtime), nil, nil, name)
+	}, hostConfig(limits, vol.Name, d.cfg.Runtime, parent), nil, nil, name)
 	if err != nil {
 		switch {
 		case client.IsErrNotFound(err):
@@ -214,6 +222,9 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 	if s.kernel, err = d.startKernel(caller, created.ID, kernelMode(spec), s.token); err != nil {
 		return nil, fmt.Errorf("start kernel in %s: %w", name, errFencedStart(name, err))
 	}
+	if !pool {
+		d.weights.join(spec.Tenant, s.id, baseShares)
+	}
 	return s, nil
 }
 
@@ -226,6 +237,7 @@ func (s *Sandbox) Release() {
 		s.kernel.close()
 		s.kernel = nil
 	}
+	s.d.weights.leave(s.spec.Tenant, s.id)
 }
 
 // Remove deletes the sandbox, its kernel and its workspace. It is safe to call twice
@@ -251,6 +263,7 @@ func (s *Sandbox) Remove(ctx context.Context) error {
 		s.kernel.close()
 		s.kernel = nil
 	}
+	s.d.weights.leave(s.spec.Tenant, s.id)
 	s.mu.Unlock()
 	err := retryTransient(ctx, func() error {
 		return s.d.cli.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true})
