@@ -6,14 +6,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/codeinterp/codeinterp/jobs/webhook"
+	"github.com/codeinterp/codeinterp/internal/netguard"
 )
 
 // Webhooks holds the webhook settings: each tenant's signing secret and the addresses
 // webhooks may reach although private.
 type Webhooks struct {
 	Secrets map[string]string
-	Guard   webhook.Guard
+	Guard   netguard.Guard
 }
 
 // Webhooks parses CODEINTERP_WEBHOOK_SECRETS ("tenant:secret,…") and
@@ -39,14 +39,14 @@ func (c Config) Webhooks() (Webhooks, error) {
 // Fetches returns the egress guard of input files given by URL: their own allow-list,
 // CODEINTERP_FETCH_ALLOW, and ports, CODEINTERP_FETCH_PORTS (an internal webhook
 // receiver the operator trusts is not thereby readable by every tenant).
-func (c Config) Fetches() (webhook.Guard, error) {
+func (c Config) Fetches() (netguard.Guard, error) {
 	return guardOf("CODEINTERP_FETCH_ALLOW", c.FetchAllow, "CODEINTERP_FETCH_PORTS", c.FetchPorts)
 }
 
 // guardOf parses an allow-list (CIDRs or addresses, "10.1.0.0/16,127.0.0.1") and a
 // list of ports ("443,8443"), named allowVar and portsVar in errors.
-func guardOf(allowVar, allow, portsVar, ports string) (webhook.Guard, error) {
-	var g webhook.Guard
+func guardOf(allowVar, allow, portsVar, ports string) (netguard.Guard, error) {
+	var g netguard.Guard
 	for _, entry := range strings.Split(allow, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {

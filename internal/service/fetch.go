@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codeinterp/codeinterp/jobs/webhook"
+	"github.com/codeinterp/codeinterp/internal/netguard"
 	"github.com/codeinterp/codeinterp/storage"
 )
 
@@ -18,7 +18,7 @@ type Fetch struct {
 	// Guard is the egress guard of fetches: its own allow-list
 	// (CODEINTERP_FETCH_ALLOW, _FETCH_PORTS), not the webhooks', so an internal
 	// webhook receiver is not readable by every tenant.
-	Guard webhook.Guard
+	Guard netguard.Guard
 	// MaxFiles bounds the files one request names by URL; default 16.
 	MaxFiles int
 	// Timeout bounds the fetching of all the URL files of one request, bodies
@@ -70,7 +70,7 @@ func (s *Service) openURL(ctx context.Context, field, raw string, limit int64) (
 	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := s.fetcher.Do(req)
 	if err != nil {
-		if errors.Is(err, webhook.ErrForbiddenTarget) {
+		if errors.Is(err, netguard.ErrForbiddenTarget) {
 			return nil, 0, Invalid(field, "%s", forbiddenMessage)
 		}
 		if ctx.Err() != nil {

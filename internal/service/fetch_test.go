@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codeinterp/codeinterp/jobs/webhook"
+	"github.com/codeinterp/codeinterp/internal/netguard"
 )
 
 func TestFetchURL(t *testing.T) {
@@ -30,7 +30,7 @@ func TestFetchURL(t *testing.T) {
 		w.Write([]byte(body))
 	}))
 	t.Cleanup(srv.Close)
-	loopback := webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
+	loopback := netguard.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	svc := New(Config{Fetch: Fetch{Guard: loopback}})
 	long := "/" + strings.Repeat("x", 100)
 
@@ -70,7 +70,7 @@ func TestFetchURLErrorsAreGeneric(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	addr := srv.URL
 	srv.Close() // nothing listens there now
-	loopback := webhook.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
+	loopback := netguard.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	_, err := fetchAll(New(Config{Fetch: Fetch{Guard: loopback}}), "url", addr+"/x", 100)
 	var se *Error
 	if !errors.As(err, &se) || se.Field != "url" || se.Message != "could not be fetched: the connection failed or timed out" {

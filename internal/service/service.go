@@ -17,12 +17,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/codeinterp/codeinterp/internal/netguard"
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
 	"github.com/codeinterp/codeinterp/jobs/skills"
 	"github.com/codeinterp/codeinterp/jobs/threadq"
-	"github.com/codeinterp/codeinterp/jobs/webhook"
 	"github.com/codeinterp/codeinterp/sandbox"
 	"github.com/codeinterp/codeinterp/storage"
 )
@@ -69,7 +69,7 @@ type Config struct {
 	// Webhooks: the tenants that may use them (those with a signing secret) and the
 	// addresses they may target.
 	WebhookTenants map[string]bool
-	WebhookGuard   webhook.Guard
+	WebhookGuard   netguard.Guard
 	// Fetch is how input files given by URL are downloaded.
 	Fetch Fetch
 	// Bodies bounds the bytes of request bodies and fetched files this process

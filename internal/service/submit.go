@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/codeinterp/codeinterp/internal/netguard"
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/quota"
 	"github.com/codeinterp/codeinterp/jobs/records"
-	"github.com/codeinterp/codeinterp/jobs/webhook"
 	"github.com/codeinterp/codeinterp/storage"
 )
 
@@ -185,7 +185,7 @@ func (s *Service) checkWebhook(tenant, raw string) error {
 		return Invalid("webhook_url", "must be an absolute http or https URL")
 	}
 	if err := s.cfg.WebhookGuard.CheckURL(u); err != nil {
-		return Invalid("webhook_url", "%s", strings.TrimPrefix(err.Error(), webhook.ErrForbiddenTarget.Error()+": "))
+		return Invalid("webhook_url", "%s", strings.TrimPrefix(err.Error(), netguard.ErrForbiddenTarget.Error()+": "))
 	}
 	return nil
 }

@@ -1,3 +1,10 @@
+// Package webhook delivers execution webhooks: the asynq task that POSTs the
+// execution object to the client's URL, signed with the tenant's secret
+// (Codeinterp-Signature), and its retry policy (over an hour). Where a delivery may
+// connect is netguard's to say.
+//
+// It reads records through the small interface it declares; it knows nothing of
+// sandboxes, and of HTTP only as a client.
 package webhook
 
 import (
@@ -18,6 +25,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/codeinterp/codeinterp/internal/netguard"
 
 	"github.com/codeinterp/codeinterp/jobs"
 	"github.com/codeinterp/codeinterp/jobs/records"
@@ -89,7 +98,7 @@ type Deliverer struct {
 	Records   Records
 	Presigner jobs.Presigner
 	Secrets   map[string]string // tenant → signing secret
-	Client    *http.Client      // from Guard.Client
+	Client    *http.Client      // from netguard.Guard.Client
 	Logger    *slog.Logger
 	// TenantConcurrency bounds one tenant's deliveries under way in this process, so
 	// a tenant whose receiver never answers holds few slots; 0: no bound.
@@ -153,7 +162,7 @@ func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	switch {
 	case derr == nil:
 		state.State = jobs.DeliveryDelivered
-	case errors.Is(derr, ErrForbiddenTarget) || attempts > MaxRetry:
+	case errors.Is(derr, netguard.ErrForbiddenTarget) || attempts > MaxRetry:
 		state.State, state.LastError = jobs.DeliveryFailed, publicError(derr)
 	default:
 		state.State, state.LastError = jobs.DeliveryPending, publicError(derr)
@@ -173,7 +182,7 @@ func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 func (d *Deliverer) deliver(ctx context.Context, ex *jobs.Execution) (int, error) {
 	secret, ok := d.Secrets[ex.Tenant]
 	if !ok {
-		return 0, fmt.Errorf("no webhook secret for tenant %s: %w", ex.Tenant, ErrForbiddenTarget)
+		return 0, fmt.Errorf("no webhook secret for tenant %s: %w", ex.Tenant, netguard.ErrForbiddenTarget)
 	}
 	ex.Webhook = nil // the body shows the execution, not its own delivery
 	v, err := jobs.Render(ctx, ex, d.Presigner)
@@ -214,7 +223,7 @@ func publicError(err error) string {
 	switch {
 	case errors.As(err, &status):
 		return err.Error()
-	case errors.Is(err, ErrForbiddenTarget):
+	case errors.Is(err, netguard.ErrForbiddenTarget):
 		return "target address not allowed"
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return "timed out"

@@ -1,11 +1,12 @@
-// Package webhook delivers execution webhooks: the asynq task that POSTs the
-// execution object to the client's URL, signed with the tenant's secret
-// (Codeinterp-Signature), its retry policy (over an hour), and the guard that keeps
-// deliveries away from loopback, private and metadata addresses.
+// Package netguard owns the one rule for where the service's own outbound
+// connections may go on a tenant's behalf: webhooks, input files fetched by URL, and
+// sandboxes' egress. It keeps them away from loopback, private, link-local, metadata
+// and other non-public addresses, checked on the literal address and again at dial
+// time after DNS, with the operator's exceptions.
 //
-// It reads records through the small interface it declares; it knows nothing of
-// sandboxes, and of HTTP only as a client.
-package webhook
+// It does no I/O of its own beyond the dialer it configures, and imports nothing of
+// codeinterp.
+package netguard
 
 import (
 	"fmt"
@@ -19,7 +20,7 @@ import (
 	"time"
 )
 
-// blockedNets are the destinations a webhook or an input file's URL may not reach
+// blockedNets are the destinations a webhook, an input file's URL or egress may not reach
 // unless the operator allows them: loopback, private, link-local (cloud metadata
 // services live there), shared (CGNAT), multicast, unspecified and reserved
 // addresses, Azure's WireServer (168.63.129.16: a public address every Azure VM
@@ -42,15 +43,16 @@ func mustPrefixes(cidrs ...string) []netip.Prefix {
 	return out
 }
 
-// Guard decides which addresses and ports webhooks may connect to. The API fetches
-// input files given by URL through a Guard of its own (CODEINTERP_FETCH_ALLOW), so an
-// internal receiver allowed for webhooks is not readable by every tenant.
+// Guard decides which addresses and ports a connection may go to. Each use has a
+// Guard of its own: the API fetches input files given by URL through one
+// (CODEINTERP_FETCH_ALLOW), so an internal receiver allowed for webhooks
+// (CODEINTERP_WEBHOOK_ALLOW) is not readable by every tenant.
 type Guard struct {
 	Allow []netip.Prefix // operator exceptions: internal receivers
-	Ports []uint16       // if set, the only ports webhooks may connect to
+	Ports []uint16       // if set, the only ports connections may go to
 }
 
-// Permitted reports whether a webhook may connect to ip. An address with a zone
+// Permitted reports whether a connection may go to ip. An address with a zone
 // (fe80::1%eth0) is refused whatever its value: prefixes never contain one, so it
 // would slip past every check.
 func (g Guard) Permitted(ip netip.Addr) bool {
@@ -71,7 +73,7 @@ func (g Guard) Permitted(ip netip.Addr) bool {
 	return ip.IsValid()
 }
 
-// PortPermitted reports whether a webhook may connect to port.
+// PortPermitted reports whether a connection may go to port.
 func (g Guard) PortPermitted(port uint16) bool {
 	if len(g.Ports) == 0 {
 		return true
@@ -84,9 +86,9 @@ func (g Guard) PortPermitted(port uint16) bool {
 	return false
 }
 
-// CheckURL refuses, before any connection, a webhook URL whose host is an address
+// CheckURL refuses, before any connection, a URL whose host is an address
 // (in any spelling: 127.0.0.1, 2130706433, 0x7f.1, 0177.0.0.1, [::1%25lo]) that
-// deliveries may not reach, or whose port is not allowed. A name is checked again
+// connections may not reach, or whose port is not allowed. A name is checked again
 // when connecting, after DNS.
 func (g Guard) CheckURL(u *url.URL) error {
 	host := u.Hostname()
@@ -99,7 +101,7 @@ func (g Guard) CheckURL(u *url.URL) error {
 	}
 	n, err := strconv.ParseUint(port, 10, 16)
 	if err != nil || !g.PortPermitted(uint16(n)) {
-		return fmt.Errorf("%w: port %s is not one webhooks may use", ErrForbiddenTarget, port)
+		return fmt.Errorf("%w: port %s may not be used", ErrForbiddenTarget, port)
 	}
 	return nil
 }
@@ -139,7 +141,7 @@ func literalAddr(host string) (netip.Addr, bool) {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
 }
 
-// Client returns an HTTP client for webhooks: it checks every address it connects to
+// Client returns an HTTP client that checks every address it connects to
 // after DNS resolution (so a name that resolves, or re-resolves, to a private address
 // is refused: no DNS rebinding), follows no redirects, uses no proxy and asks for no
 // compression (a gzip body of kilobytes would inflate to gigabytes in the reader).
@@ -149,10 +151,10 @@ func (g Guard) Client(timeout time.Duration) *http.Client {
 		Control: func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return fmt.Errorf("webhook: bad address %q: %w", address, err)
+				return fmt.Errorf("bad address %q: %w", address, err)
 			}
 			if !g.Permitted(ap.Addr()) || !g.PortPermitted(ap.Port()) {
-				return fmt.Errorf("webhook: %w: %s", ErrForbiddenTarget, ap)
+				return fmt.Errorf("%w: %s", ErrForbiddenTarget, ap)
 			}
 			return nil
 		},
@@ -173,5 +175,5 @@ func (g Guard) Client(timeout time.Duration) *http.Client {
 	}
 }
 
-// ErrForbiddenTarget means a webhook resolved to an address it may not reach.
+// ErrForbiddenTarget means a connection would reach an address or port it may not.
 var ErrForbiddenTarget = fmt.Errorf("target address not allowed")
