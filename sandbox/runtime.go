@@ -45,6 +45,10 @@ type Spec struct {
 	// sandbox belongs to no thread and is never given one (Assign, Find); like a
 	// blank one, Count leaves it out. Only without Thread.
 	Recyclable bool
+	// Egress gives the sandbox a way out through the installation's egress proxy,
+	// and no other network. Without it a sandbox has no network at all. Blank
+	// (pooled) sandboxes never have it.
+	Egress bool
 }
 
 // Sandbox is one sandbox with its kernel. Implementations are safe for concurrent

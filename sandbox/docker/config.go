@@ -2,6 +2,7 @@ package docker
 
 import (
 	"cmp"
+	"net/netip"
 	"runtime"
 	"time"
 )
@@ -31,6 +32,19 @@ type Config struct {
 	// services' containers) or "codeinterp-sandboxes.slice" under systemd; "none":
 	// the engine's default parent, each sandbox weighing one service container.
 	CgroupParent string
+	// EgressProxy is the running container of the egress proxy, which each sandbox
+	// made with Spec.Egress shares a network with (egress.go); empty: no egress.
+	EgressProxy string
+	// EgressRuntime is the OCI runtime of sandboxes with egress; default Runtime, or
+	// under gVisor Runtime+"-egress" (deploy/runsc.sh registers runsc-egress: gVisor
+	// passing the code's sockets to the host kernel inside the container's network
+	// namespace, as its own network stack cannot start on this machine kind).
+	EgressRuntime string
+	// EgressPort is the proxy's port; default 3128.
+	EgressPort int
+	// EgressSubnets is the range egress networks are carved from, a /29 each;
+	// default 10.213.0.0/16 (8192 networks). It must not overlap the host's own.
+	EgressSubnets netip.Prefix
 }
 
 func (c Config) withDefaults() Config {
@@ -41,5 +55,20 @@ func (c Config) withDefaults() Config {
 		Prefix:       cmp.Or(c.Prefix, "codeinterp"),
 		KernelStarts: cmp.Or(c.KernelStarts, runtime.NumCPU()),
 		Runtime:      cmp.Or(c.Runtime, "runc"),
+		CgroupParent: c.CgroupParent,
+		EgressProxy:  c.EgressProxy,
+		EgressRuntime: cmp.Or(c.EgressRuntime, func() string {
+			if runtime := cmp.Or(c.Runtime, "runc"); isGVisor(runtime) {
+				return runtime + "-egress"
+			}
+			return cmp.Or(c.Runtime, "runc")
+		}()),
+		EgressPort: cmp.Or(c.EgressPort, 3128),
+		EgressSubnets: func() netip.Prefix {
+			if c.EgressSubnets.IsValid() {
+				return c.EgressSubnets
+			}
+			return netip.MustParsePrefix("10.213.0.0/16")
+		}(),
 	}
 }

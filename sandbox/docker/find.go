@@ -48,7 +48,7 @@ func (d *Runtime) find(ctx context.Context, spec sandbox.Spec) (*Sandbox, error)
 		(!pooled && (l[LabelTenant] != spec.Tenant || l[LabelThread] != spec.Thread)) {
 		return nil, fmt.Errorf("container %s does not belong to thread %s of %s: refusing it", name, spec.Thread, spec.Tenant)
 	}
-	s := &Sandbox{d: d, id: info.ID, name: name, volume: workspaceVolume(info.Mounts), spec: spec, limits: spec.Limits.WithDefaults()}
+	s := &Sandbox{d: d, id: info.ID, name: name, volume: workspaceVolume(info.Mounts), egress: d.egressOf(info), spec: spec, limits: spec.Limits.WithDefaults()}
 	if !info.State.Running {
 		if err := s.Remove(ctx); err != nil {
 			return nil, err

@@ -54,6 +54,6 @@ func (d *Runtime) Open(ctx context.Context, id string) (sandbox.Sandbox, error) 
 	if info.Config.Labels[LabelInstall] != d.cfg.Prefix {
 		return nil, fmt.Errorf("container %s is not a sandbox of %s", id, d.cfg.Prefix)
 	}
-	return &Sandbox{d: d, id: info.ID, name: trimSlash(info.Name), volume: workspaceVolume(info.Mounts),
+	return &Sandbox{d: d, id: info.ID, name: trimSlash(info.Name), volume: workspaceVolume(info.Mounts), egress: d.egressOf(info),
 		paused: info.State.Paused, limits: sandbox.Limits{}.WithDefaults()}, nil
 }

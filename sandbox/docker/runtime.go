@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
@@ -77,6 +78,7 @@ type Sandbox struct {
 	id      string // container id
 	name    string
 	volume  string
+	egress  egressNet // its egress network; zero: none
 	spec    sandbox.Spec
 	limits  sandbox.Limits
 	started time.Time
@@ -127,9 +129,15 @@ func (d *Runtime) checkRuntime(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("docker info: %w", err)
 	}
-	if _, ok := info.Runtimes[d.cfg.Runtime]; !ok {
-		return fmt.Errorf("%w: %q (registered: %s); for gVisor run deploy/runsc.sh (`make runsc`) as root",
-			ErrRuntimeMissing, d.cfg.Runtime, strings.Join(slices.Sorted(maps.Keys(info.Runtimes)), ", "))
+	wanted := []string{d.cfg.Runtime}
+	if d.cfg.EgressProxy != "" {
+		wanted = append(wanted, d.cfg.EgressRuntime)
+	}
+	for _, rt := range wanted {
+		if _, ok := info.Runtimes[rt]; !ok {
+			return fmt.Errorf("%w: %q (registered: %s); for gVisor run deploy/runsc.sh (`make runsc`) as root",
+				ErrRuntimeMissing, rt, strings.Join(slices.Sorted(maps.Keys(info.Runtimes)), ", "))
+		}
 	}
 	d.runtimeSeen.Store(true)
 	return nil
@@ -194,14 +202,36 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 	}
 	undo = append(undo, func(ctx context.Context) { _ = d.cli.VolumeRemove(ctx, vol.Name, true) })
 
-	created, err := d.cli.ContainerCreate(ctx, &container.Config{
+	cfg := &container.Config{
 		Image:           image,
 		Cmd:             keeperCmd(spec.Fence),
 		User:            keeperUser,
 		WorkingDir:      "/workspace",
 		Labels:          maps.Clone(labels),
 		NetworkDisabled: true,
-	}, hostConfig(limits, vol.Name, d.cfg.Runtime, parent), nil, nil, name)
+	}
+	runtime := d.cfg.Runtime
+	if spec.Egress {
+		runtime = d.cfg.EgressRuntime
+	}
+	hc := hostConfig(limits, vol.Name, runtime, parent)
+	var netCfg *network.NetworkingConfig
+	var egress egressNet
+	if spec.Egress {
+		if pool {
+			return nil, fmt.Errorf("create sandbox: a blank sandbox never has egress")
+		}
+		if egress, err = d.createEgressNet(ctx, labels); err != nil {
+			return nil, err
+		}
+		undo = append(undo, func(ctx context.Context) { _ = d.removeEgressNet(ctx, egress.name) })
+		cfg.NetworkDisabled, cfg.Env = false, egress.proxyEnv(d.cfg.EgressPort)
+		hc.NetworkMode = container.NetworkMode(egress.name)
+		netCfg = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			egress.name: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: egress.sandbox.String()}},
+		}}
+	}
+	created, err := d.cli.ContainerCreate(ctx, cfg, hc, netCfg, nil, name)
 	if err != nil {
 		switch {
 		case client.IsErrNotFound(err):
@@ -218,7 +248,7 @@ func (d *Runtime) create(ctx context.Context, spec sandbox.Spec, pool bool) (_ *
 		return nil, fmt.Errorf("start sandbox container: %w", err)
 	}
 
-	s := &Sandbox{d: d, id: created.ID, name: name, volume: vol.Name, spec: spec, limits: limits, started: time.Now(), token: spec.Fence}
+	s := &Sandbox{d: d, id: created.ID, name: name, volume: vol.Name, egress: egress, spec: spec, limits: limits, started: time.Now(), token: spec.Fence}
 	if s.kernel, err = d.startKernel(caller, created.ID, kernelMode(spec), s.token); err != nil {
 		return nil, fmt.Errorf("start kernel in %s: %w", name, errFencedStart(name, err))
 	}
@@ -272,13 +302,13 @@ func (s *Sandbox) Remove(ctx context.Context) error {
 		return fmt.Errorf("remove sandbox %s: %w", s.name, err)
 	}
 	if s.volume == "" {
-		return nil
+		return s.d.removeEgressNet(ctx, s.egress.name)
 	}
 	err = retryTransient(ctx, func() error { return s.d.cli.VolumeRemove(ctx, s.volume, true) })
 	if err != nil && !client.IsErrNotFound(err) {
 		return fmt.Errorf("remove workspace %s: %w", s.volume, err)
 	}
-	return nil
+	return s.d.removeEgressNet(ctx, s.egress.name)
 }
 
 // removeRetryFor bounds how long a removal is retried while the engine is still
