@@ -189,7 +189,11 @@ func TestAbuseThreadOpsGetCopiesExpire(t *testing.T) {
 	if slices.Contains(after, copies[0]) {
 		t.Fatalf("the copy %s outlived its link", copies[0])
 	}
-	if !slices.Equal(after, before) {
-		t.Fatalf("objects now %q, want the execution's as they were, %q", after, before)
+	// The same sweep, its clock minutes ahead, may also have the idle thread reaped
+	// (a snapshot appears): only what was there before must still be.
+	for _, k := range before {
+		if !slices.Contains(after, k) {
+			t.Fatalf("%s was deleted with the expired copy: objects now %q", k, after)
+		}
 	}
 }

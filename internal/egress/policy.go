@@ -3,8 +3,8 @@
 // it on every connection a sandbox makes, keeping a ledger of what was tried. Where a
 // connection may go after DNS is netguard's rule, shared with webhooks and URL inputs.
 //
-// It knows nothing of Redis, jobs or sandboxes' runtimes: who a connection comes from
-// is asked of an interface its caller provides.
+// It knows nothing of Redis or sandboxes' runtimes (of jobs only the ledger entry's
+// type): who a connection comes from is asked of an interface its caller provides.
 package egress
 
 import (

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codeinterp/codeinterp/internal/netguard"
+	"github.com/codeinterp/codeinterp/jobs"
 )
 
 // Identity is who a connection comes from and what it may reach, as the proxy's
@@ -28,17 +29,8 @@ type Identifier interface {
 	Identify(ctx context.Context, remote netip.Addr) (Identity, bool)
 }
 
-// Entry is one line of an execution's egress ledger: one connection or request
-// the code tried, allowed or not.
-type Entry struct {
-	Host     string `json:"host"`
-	Port     uint16 `json:"port"`
-	Method   string `json:"method"` // CONNECT, or the method of a plain HTTP request
-	Allowed  bool   `json:"allowed"`
-	Reason   string `json:"reason,omitempty"` // why it was refused or cut
-	BytesOut int64  `json:"bytes_out"`        // sent upstream
-	BytesIn  int64  `json:"bytes_in"`         // received from upstream
-}
+// Entry is one line of an execution's egress ledger.
+type Entry = jobs.EgressEntry
 
 // Ledger receives every entry, once the attempt has ended.
 type Ledger interface {
