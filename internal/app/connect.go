@@ -49,15 +49,12 @@ type App struct {
 // Open connects to Redis and the artifact store and waits (up to a minute, as under
 // compose they may still be starting) until the bucket is ready.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
-	opts, err := redis.ParseURL(cfg.RedisURL)
+	opts, err := redisOptions(cfg, log)
 	if err != nil {
-		return nil, errors.New("CODEINTERP_REDIS_URL: not a redis:// URL") // its error may quote the password
+		return nil, err
 	}
-	// Long-polls and blocking reads hold connections; keep room for them, and let a
-	// canceled context end a blocking read.
+	// Long-polls and blocking reads hold connections: keep room for them.
 	opts.PoolSize = max(opts.PoolSize, 64)
-	opts.ContextTimeoutEnabled = true
-	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{log}) })
 	rdb := redis.NewClient(opts)
 	sopts := *opts
 	sopts.PoolSize = cfg.StreamPool
@@ -95,6 +92,17 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error
 		OpTTL: time.Duration(cfg.MaxTimeoutMS)*time.Millisecond + 5*time.Minute,
 	})
 	return a, nil
+}
+
+// redisOptions reads CODEINTERP_REDIS_URL; a canceled context ends a blocking read.
+func redisOptions(cfg config.Config, log *slog.Logger) (*redis.Options, error) {
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, errors.New("CODEINTERP_REDIS_URL: not a redis:// URL") // its error may quote the password
+	}
+	opts.ContextTimeoutEnabled = true
+	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{log}) })
+	return opts, nil
 }
 
 // Close closes what Open opened.

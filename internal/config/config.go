@@ -160,6 +160,12 @@ type Config struct {
 	FetchMaxFiles int           `env:"FETCH_MAX_FILES" envDefault:"16"` // files one request names by URL
 	FetchTimeout  time.Duration `env:"FETCH_TIMEOUT" envDefault:"60s"`  // all the URL files of one request
 
+	// The egress proxy (cmd/egress, issue 23).
+	EgressListen    string        `env:"EGRESS_LISTEN" envDefault:":3128"`    // where the proxy listens for sandboxes
+	EgressAllow     string        `env:"EGRESS_NET_ALLOW"`                    // CIDRs or addresses egress may reach although private
+	EgressHostsFile string        `env:"EGRESS_HOSTS_FILE"`                   // names the proxy resolves before DNS, hosts(5) format
+	EgressIdle      time.Duration `env:"EGRESS_IDLE_TIMEOUT" envDefault:"2m"` // a connection quiet both ways this long is closed
+
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
 

@@ -43,6 +43,13 @@ func (c Config) Fetches() (netguard.Guard, error) {
 	return guardOf("CODEINTERP_FETCH_ALLOW", c.FetchAllow, "CODEINTERP_FETCH_PORTS", c.FetchPorts)
 }
 
+// Egress returns the egress proxy's guard: no ports beyond what each tenant's
+// allow-list names, and CODEINTERP_EGRESS_NET_ALLOW's exceptions (an internal package
+// mirror, which the policy must then allow by name as well).
+func (c Config) Egress() (netguard.Guard, error) {
+	return guardOf("CODEINTERP_EGRESS_NET_ALLOW", c.EgressAllow, "", "")
+}
+
 // guardOf parses an allow-list (CIDRs or addresses, "10.1.0.0/16,127.0.0.1") and a
 // list of ports ("443,8443"), named allowVar and portsVar in errors.
 func guardOf(allowVar, allow, portsVar, ports string) (netguard.Guard, error) {
