@@ -71,10 +71,20 @@ type registryLedger struct {
 	log *slog.Logger
 }
 
-func (r registryLedger) Record(id egress.Identity, e jobs.EgressEntry) {
+func (r registryLedger) Record(id egress.Identity, e jobs.EgressEntry) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.reg.Append(ctx, id.Execution, e); err != nil {
+	at, err := r.reg.Append(ctx, id.Execution, e)
+	if err != nil {
+		r.log.Warn("egress: ledger entry", "execution", id.Execution, "err", err)
+	}
+	return at
+}
+
+func (r registryLedger) Update(id egress.Identity, slot int64, e jobs.EgressEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.reg.Update(ctx, id.Execution, slot, e); err != nil {
 		r.log.Warn("egress: ledger entry", "execution", id.Execution, "err", err)
 	}
 }

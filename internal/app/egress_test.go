@@ -69,9 +69,18 @@ func TestEgressProxyWiring(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != "hi" {
 		t.Fatalf("through the proxy: %d %q", resp.StatusCode, body)
 	}
-	entries, _, err := reg.Ledger(t.Context(), "ex_1")
-	if err != nil || len(entries) != 1 || !entries[0].Allowed || entries[0].Host != "data.example" || entries[0].BytesIn != 2 {
-		t.Fatalf("ledger: %+v %v", entries, err)
+	// The entry is there at once; its counts once the proxy has finished the request.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		entries, _, err := reg.Ledger(t.Context(), "ex_1")
+		if err != nil || len(entries) != 1 || !entries[0].Allowed || entries[0].Host != "data.example" {
+			t.Fatalf("ledger: %+v %v", entries, err)
+		}
+		if entries[0].BytesIn == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger counts: %+v", entries[0])
+		}
 	}
 
 	if err := reg.Forget(t.Context(), loopback); err != nil {

@@ -71,6 +71,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, id Identity, e E
 	}
 	defer resp.Body.Close()
 	e.Allowed = true
+	slot := p.record(id, e)
 	for _, h := range hopHeaders {
 		resp.Header.Del(h)
 	}
@@ -80,7 +81,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, id Identity, e E
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, &countingReader{r: resp.Body, n: &got})
 	e.BytesOut, e.BytesIn = sent.Load(), got.Load()
-	p.record(id, e)
+	p.update(id, slot, e)
 }
 
 type countingReader struct {

@@ -32,9 +32,15 @@ type Identifier interface {
 // Entry is one line of an execution's egress ledger.
 type Entry = jobs.EgressEntry
 
-// Ledger receives every entry, once the attempt has ended.
+// Ledger keeps executions' entries. Every attempt is recorded when it is decided, so
+// an execution's ledger is whole when its code ends, even while a connection it
+// opened (a client's keep-alive pool) stays open; an allowed connection's entry is
+// updated with its byte counts when it ends.
 type Ledger interface {
-	Record(id Identity, e Entry)
+	// Record adds e and returns a slot to update it by (-1: it was not kept).
+	Record(id Identity, e Entry) (slot int64)
+	// Update replaces the entry at slot.
+	Update(id Identity, slot int64, e Entry)
 }
 
 // Reasons an attempt is refused, as the ledger and the code's error say them.
@@ -183,9 +189,17 @@ func (p *Proxy) dial(ctx context.Context, host string, port uint16) (net.Conn, s
 	return nil, reason
 }
 
-func (p *Proxy) record(id Identity, e Entry) {
-	if p.Ledger != nil {
-		p.Ledger.Record(id, e)
+func (p *Proxy) record(id Identity, e Entry) int64 {
+	if p.Ledger == nil {
+		return -1
+	}
+	return p.Ledger.Record(id, e)
+}
+
+// update records an allowed connection's final entry.
+func (p *Proxy) update(id Identity, slot int64, e Entry) {
+	if p.Ledger != nil && slot >= 0 {
+		p.Ledger.Update(id, slot, e)
 	}
 }
 

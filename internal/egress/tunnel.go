@@ -40,8 +40,6 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, id Identity, e En
 		return
 	}
 	defer client.Close()
-	e.Allowed = true
-	defer func() { p.record(id, e) }()
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
@@ -49,13 +47,18 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, id Identity, e En
 	_ = client.SetReadDeadline(time.Now().Add(p.helloTimeout()))
 	hello, sni, err := readHello(r.Context(), rw.Reader)
 	if err != nil {
-		e.Allowed, e.Reason = false, ReasonNotTLS
+		e.Reason = ReasonNotTLS
+		p.record(id, e)
 		return
 	}
 	if sni != e.Host {
-		e.Allowed, e.Reason = false, fmt.Sprintf("%s (%q)", ReasonSNI, sni)
+		e.Reason = fmt.Sprintf("%s (%q)", ReasonSNI, sni)
+		p.record(id, e)
 		return
 	}
+	e.Allowed = true
+	slot := p.record(id, e)
+	defer func() { p.update(id, slot, e) }()
 	if _, err := upstream.Write(hello); err != nil {
 		e.Reason = ReasonUpstreamFail
 		return

@@ -91,26 +91,51 @@ func (r *Registry) Lookup(ctx context.Context, addr netip.Addr) (Identity, bool,
 }
 
 // appendScript keeps at most ARGV[1] entries and counts the rest, atomically, so
-// concurrent connections of one execution never keep more.
+// concurrent connections of one execution never keep more. It returns the entry's
+// index, or -1 when it was not kept.
 var appendScript = redis.NewScript(`
+local at = -1
 if redis.call('LLEN', KEYS[1]) < tonumber(ARGV[1]) then
-  redis.call('RPUSH', KEYS[1], ARGV[2])
+  at = redis.call('RPUSH', KEYS[1], ARGV[2]) - 1
 else
   redis.call('INCR', KEYS[2])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return at`)
+
+// Append adds an entry to an execution's ledger and returns its index (-1: past
+// MaxEntries, counted only).
+func (r *Registry) Append(ctx context.Context, execution string, e jobs.EgressEntry) (int64, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return -1, err
+	}
+	at, err := appendScript.Run(ctx, r.rdb, []string{r.ledgerKey(execution), r.droppedKey(execution)},
+		MaxEntries, b, r.ttl.Milliseconds()).Int64()
+	if err != nil {
+		return -1, fmt.Errorf("egress ledger of %s: %w", execution, err)
+	}
+	return at, nil
+}
+
+// updateScript replaces an entry if the ledger still exists (it may have expired).
+var updateScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 and tonumber(ARGV[1]) < redis.call('LLEN', KEYS[1]) then
+  redis.call('LSET', KEYS[1], ARGV[1], ARGV[2])
+end
 return 1`)
 
-// Append adds an entry to an execution's ledger.
-func (r *Registry) Append(ctx context.Context, execution string, e jobs.EgressEntry) error {
+// Update replaces the entry at index (from Append): a connection's final counts.
+func (r *Registry) Update(ctx context.Context, execution string, index int64, e jobs.EgressEntry) error {
+	if index < 0 {
+		return nil
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	err = appendScript.Run(ctx, r.rdb, []string{r.ledgerKey(execution), r.droppedKey(execution)},
-		MaxEntries, b, r.ttl.Milliseconds()).Err()
-	if err != nil {
+	if err := updateScript.Run(ctx, r.rdb, []string{r.ledgerKey(execution)}, index, b).Err(); err != nil {
 		return fmt.Errorf("egress ledger of %s: %w", execution, err)
 	}
 	return nil

@@ -73,22 +73,34 @@ func TestRegisterLookupForget(t *testing.T) {
 func TestLedgerBounded(t *testing.T) {
 	ctx := t.Context()
 	r, rdb := newRegistry(t)
-	if err := r.Append(ctx, "ex_1", jobs.EgressEntry{Host: "pypi.org", Port: 443, Method: "CONNECT", Allowed: true, BytesIn: 10}); err != nil {
-		t.Fatal(err)
+	open := jobs.EgressEntry{Host: "pypi.org", Port: 443, Method: "CONNECT", Allowed: true}
+	at, err := r.Append(ctx, "ex_1", open)
+	if err != nil || at != 0 {
+		t.Fatal(at, err)
 	}
-	if err := r.Append(ctx, "ex_1", jobs.EgressEntry{Host: "evil.example", Port: 443, Method: "CONNECT", Reason: "not in the allow-list"}); err != nil {
+	if at, err := r.Append(ctx, "ex_1", jobs.EgressEntry{Host: "evil.example", Port: 443, Method: "CONNECT", Reason: "not in the allow-list"}); err != nil || at != 1 {
+		t.Fatal(at, err)
+	}
+	open.BytesIn = 10 // the connection ended
+	if err := r.Update(ctx, "ex_1", 0, open); err != nil {
 		t.Fatal(err)
 	}
 	got, dropped, err := r.Ledger(ctx, "ex_1")
-	if err != nil || dropped != 0 || len(got) != 2 || got[0].Host != "pypi.org" || got[1].Allowed || got[1].Reason == "" {
+	if err != nil || dropped != 0 || len(got) != 2 || got[0].Host != "pypi.org" || got[0].BytesIn != 10 || got[1].Allowed || got[1].Reason == "" {
 		t.Fatalf("ledger: %+v %d %v", got, dropped, err)
+	}
+	if err := r.Update(ctx, "ex_gone", 0, open); err != nil { // an expired ledger is not made again
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, "test:egress:ledger:ex_gone").Val(); n != 0 {
+		t.Fatal("an update made a ledger")
 	}
 
 	var wg sync.WaitGroup
 	for g := range 10 {
 		wg.Go(func() {
 			for i := range 50 {
-				if err := r.Append(ctx, "ex_2", jobs.EgressEntry{Host: fmt.Sprintf("h%d-%d.example", g, i), Port: 443}); err != nil {
+				if _, err := r.Append(ctx, "ex_2", jobs.EgressEntry{Host: fmt.Sprintf("h%d-%d.example", g, i), Port: 443}); err != nil {
 					t.Error(err)
 					return
 				}
