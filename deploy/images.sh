@@ -33,8 +33,8 @@ export CODEINTERP_CACHE=${CODEINTERP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/code
 CACHE=$CODEINTERP_CACHE
 BUILD=deploy/.build
 LOGS=$BUILD/logs
-ALL=(sandbox-slim sandbox redis minio api worker janitor setup)
-SERVERS=(api worker janitor setup)
+ALL=(sandbox-slim sandbox redis minio api worker janitor setup egress)
+SERVERS=(api worker janitor setup egress)
 want=("${@:-${ALL[@]}}")
 started=$EPOCHSECONDS
 
@@ -128,7 +128,7 @@ minio_image() {
   build minio "$BUILD/minio" "$hash"
 }
 
-# server_binaries builds the wanted ones of api, worker, janitor and setup (cmd/setup:
+# server_binaries builds the wanted ones of api, worker, janitor, setup and egress (cmd/setup:
 # MinIO's bucket and the services' user) as static binaries.
 server_binaries() {
   local img pkgs=()

@@ -161,6 +161,7 @@ type Config struct {
 	FetchTimeout  time.Duration `env:"FETCH_TIMEOUT" envDefault:"60s"`  // all the URL files of one request
 
 	// The egress proxy (cmd/egress, issue 23).
+	EgressProxy     string        `env:"EGRESS_PROXY"`                        // the proxy's container, which workers connect sandboxes with egress to; empty: no egress
 	EgressListen    string        `env:"EGRESS_LISTEN" envDefault:":3128"`    // where the proxy listens for sandboxes
 	EgressAllow     string        `env:"EGRESS_NET_ALLOW"`                    // CIDRs or addresses egress may reach although private
 	EgressHostsFile string        `env:"EGRESS_HOSTS_FILE"`                   // names the proxy resolves before DNS, hosts(5) format

@@ -18,7 +18,7 @@ import (
 
 // Config returns the Docker runtime's configuration.
 func Config(c config.Config) docker.Config {
-	return docker.Config{Image: c.SandboxImage, Grace: c.InterruptGrace, Prefix: c.SandboxPrefix, Runtime: c.SandboxRuntime, CgroupParent: c.SandboxCgroup}
+	return docker.Config{Image: c.SandboxImage, Grace: c.InterruptGrace, Prefix: c.SandboxPrefix, Runtime: c.SandboxRuntime, CgroupParent: c.SandboxCgroup, EgressProxy: c.EgressProxy}
 }
 
 // Open returns the runtime on the local Docker engine (DOCKER_HOST and friends
