@@ -14,3 +14,10 @@ type EgressEntry struct {
 	BytesIn  int64  `json:"bytes_in"`         // received from upstream
 	Secret   string `json:"secret,omitempty"` // the name of a secret injected, never its value
 }
+
+// Network is the egress an execution asked for and may use: the allow-list rules in
+// force for it (its tenant's whole policy, or the narrower list the request gave),
+// as their text.
+type Network struct {
+	Allow []string `json:"allow"`
+}

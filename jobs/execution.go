@@ -76,6 +76,9 @@ type Execution struct {
 	WebhookURL string            `json:"webhook_url,omitempty"`
 	Webhook    *WebhookState     `json:"webhook,omitempty"` // delivery, when WebhookURL is set
 
+	// Egress is the network the execution may use: nil, none at all.
+	Egress *Network `json:"egress,omitempty"`
+
 	// Skills are the skill versions attached, resolved when the execution was
 	// accepted (a thread's attached skills included).
 	Skills []Skill `json:"skills,omitempty"`
@@ -110,6 +113,11 @@ type Outcome struct {
 	// Notes are short sentences about what the service left out or changed: output
 	// files not collected, an expired workspace, a record cut to fit.
 	Notes []string `json:"notes,omitempty"`
+	// Network is the execution's egress ledger: what its code tried to reach through
+	// the egress proxy, allowed or not, in order; NetworkTruncated says entries past
+	// the ledger's bound were left out. Empty for an execution without egress.
+	Network          []EgressEntry `json:"network,omitempty"`
+	NetworkTruncated bool          `json:"network_truncated,omitempty"`
 }
 
 // DeliveryState is where a webhook delivery is.

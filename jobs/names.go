@@ -24,6 +24,9 @@ const (
 	// ErrQuotaExceeded: a thread operation went past one of its tenant's quotas
 	// (a file read, the bytes stored per day).
 	ErrQuotaExceeded ErrorName = "QuotaExceeded"
+	// ErrEgressUnavailable: the execution asked for egress and this installation's
+	// workers have no egress proxy.
+	ErrEgressUnavailable ErrorName = "EgressUnavailable"
 )
 
 // With returns an execution error of this name with value as its message.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/netip"
 	"time"
 )
 
@@ -21,6 +22,9 @@ var (
 	// ErrNotRecyclable means Wipe was called on a sandbox not created
 	// [Spec.Recyclable].
 	ErrNotRecyclable = errors.New("sandbox not recyclable")
+	// ErrNoEgress means a sandbox with egress was asked of a runtime that has no
+	// egress proxy.
+	ErrNoEgress = errors.New("egress is not available on this host (no egress proxy)")
 )
 
 // Spec describes a sandbox to create.
@@ -107,6 +111,9 @@ type Sandbox interface {
 	// Any error means the sandbox may still hold something of the runs before:
 	// remove it, never reuse it. Other sandboxes fail with [ErrNotRecyclable].
 	Wipe(ctx context.Context) error
+	// EgressAddr is the sandbox's address on its egress network, the one the egress
+	// proxy sees its connections come from; false for a sandbox without egress.
+	EgressAddr() (netip.Addr, bool)
 	// Release lets go of the sandbox without removing it: the kernel ends, the
 	// sandbox and its workspace stay for Find to adopt.
 	Release()

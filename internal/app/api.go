@@ -58,6 +58,10 @@ func (a *App) API(ctx context.Context) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
+	egressPolicies, err := cfg.EgressPolicies()
+	if err != nil {
+		return nil, err
+	}
 	waiter := a.Records.NewWaiter()
 	if err := waiter.Start(ctx); err != nil {
 		return nil, err
@@ -65,7 +69,8 @@ func (a *App) API(ctx context.Context) (*API, error) {
 	svc := service.New(service.Config{
 		Records: a.Records, Threads: a.Threads, Waiter: waiter, Queue: jobs.NewEnqueuer(a.Tasks), Store: a.Store, Quotas: a.Quotas,
 		WebhookTenants: tenantSet(hooks.Secrets), WebhookGuard: hooks.Guard, Logger: a.Logger, Profiles: profiles,
-		Fetch: service.Fetch{Guard: fetches, MaxFiles: cfg.FetchMaxFiles, Timeout: cfg.FetchTimeout},
+		Egress: egressPolicies,
+		Fetch:  service.Fetch{Guard: fetches, MaxFiles: cfg.FetchMaxFiles, Timeout: cfg.FetchTimeout},
 		// One budget for the bodies the API reads and the files it fetches; the largest
 		// single body always fits.
 		Bodies: service.NewBudget(max(cfg.InflightBytes, cfg.MaxRequestBytes, cfg.WorkspaceMB<<20)),

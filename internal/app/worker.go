@@ -9,6 +9,7 @@ import (
 
 	"github.com/codeinterp/codeinterp/internal/worker"
 	"github.com/codeinterp/codeinterp/jobs"
+	"github.com/codeinterp/codeinterp/jobs/egressreg"
 	"github.com/codeinterp/codeinterp/jobs/webhook"
 	"github.com/codeinterp/codeinterp/sandbox"
 )
@@ -41,6 +42,10 @@ func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
 	if j := a.journal(cfg.WorkerID); j != nil {
 		rt = j.Runtime(rt)
 	}
+	var egressRegistry worker.EgressRegistry // none without a proxy: egress executions fail clearly
+	if cfg.EgressProxy != "" {
+		egressRegistry = egressreg.New(a.Redis, egressreg.Config{Prefix: cfg.KeyPrefix})
+	}
 	runner := worker.NewRunner(worker.Config{
 		Records: a.Records, Threads: a.Threads, Artifacts: a.Store,
 		Skills: a.SkillStore, SkillCache: worker.SkillCacheConfig{Dir: cfg.SkillCacheDir, MaxBytes: cfg.SkillCacheBytes},
@@ -57,6 +62,7 @@ func (a *App) Worker(rt sandbox.Runtime, opt WorkerOptions) *Worker {
 			CollectBytes: cfg.CollectBytes, MaxRecordBytes: cfg.MaxRecordBytes,
 		},
 		Linger: opt.Linger,
+		Egress: egressRegistry,
 	})
 	retry := opt.RetryDelay
 	if retry == nil {

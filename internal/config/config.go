@@ -161,6 +161,7 @@ type Config struct {
 	FetchTimeout  time.Duration `env:"FETCH_TIMEOUT" envDefault:"60s"`  // all the URL files of one request
 
 	// The egress proxy (cmd/egress, issue 23).
+	TenantEgress    string        `env:"TENANT_EGRESS"`                       // tenant:rule rule;… — the hosts each tenant's executions may reach; unlisted: no network
 	EgressProxy     string        `env:"EGRESS_PROXY"`                        // the proxy's container, which workers connect sandboxes with egress to; empty: no egress
 	EgressListen    string        `env:"EGRESS_LISTEN" envDefault:":3128"`    // where the proxy listens for sandboxes
 	EgressAllow     string        `env:"EGRESS_NET_ALLOW"`                    // CIDRs or addresses egress may reach although private
@@ -273,6 +274,9 @@ func (c Config) validate() error {
 	check(c.RedisFullRatio > 0 && c.RedisFullRatio <= 1, "CODEINTERP_REDIS_FULL_RATIO %g: want more than 0, at most 1", c.RedisFullRatio)
 	_, err = c.Quotas()
 	check(err == nil, "%v", err)
+	if _, err := c.EgressPolicies(); err != nil {
+		errs = append(errs, err)
+	}
 	profiles, err := c.SandboxProfiles()
 	if err != nil {
 		errs = append(errs, err)

@@ -102,7 +102,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, ok := p.Identify.Identify(r.Context(), remote.Addr().Unmap())
 	if !ok {
-		refuse(w, http.StatusForbidden, ReasonUnknownPeer)
+		refuse(w, http.StatusForbidden, fmt.Sprintf("%s (%s)", ReasonUnknownPeer, remote.Addr().Unmap()))
 		return
 	}
 	host, port, err := target(r)

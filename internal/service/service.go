@@ -70,6 +70,8 @@ type Config struct {
 	// addresses they may target.
 	WebhookTenants map[string]bool
 	WebhookGuard   netguard.Guard
+	// Egress is what each tenant's executions may reach (nil: nobody has egress).
+	Egress EgressPolicies
 	// Fetch is how input files given by URL are downloaded.
 	Fetch Fetch
 	// Bodies bounds the bytes of request bodies and fetched files this process

@@ -74,6 +74,10 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	if err := s.checkWebhook(tenant, req.WebhookURL); err != nil {
 		return nil, err
 	}
+	network, err := s.network(tenant, req.Network, deref(req.ThreadID))
+	if err != nil {
+		return nil, err
+	}
 	plan, err := s.resolveSkills(ctx, tenant, deref(req.ThreadID), req.Skills)
 	if err != nil {
 		return nil, err
@@ -92,7 +96,7 @@ func (s *Service) Submit(ctx context.Context, tenant string, req SubmitRequest, 
 	ex := &jobs.Execution{
 		ID: s.cfg.NewID(), Tenant: tenant, ThreadID: deref(req.ThreadID), Language: req.Language, Profile: prof.Name, Status: jobs.Queued,
 		Code: *req.Code, Env: req.Env, TimeoutMS: *req.TimeoutMS, Metadata: req.Metadata,
-		CreatedAt: s.cfg.Now().UTC(), WebhookURL: req.WebhookURL, Skills: plan.skills,
+		CreatedAt: s.cfg.Now().UTC(), WebhookURL: req.WebhookURL, Skills: plan.skills, Egress: network,
 	}
 	if ex.WebhookURL != "" {
 		ex.Webhook = &jobs.WebhookState{State: jobs.DeliveryPending}

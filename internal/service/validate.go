@@ -56,6 +56,8 @@ type SubmitRequest struct {
 	// Skills to attach, "name" (the latest version) or "name@version"; on a thread
 	// they stay attached for its later executions.
 	Skills []string `json:"skills"`
+	// Network asks for egress (network.go); nil: no network.
+	Network *NetworkRequest `json:"network"`
 }
 
 // InputFile is a file to put in the workspace: inline or an earlier upload.

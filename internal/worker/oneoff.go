@@ -65,12 +65,29 @@ func (r *Runner) run(ctx context.Context, ex *jobs.Execution) (err error) {
 	if err != nil {
 		return err
 	}
-	sb, err := r.oneOffSandbox(ctx, ex.Tenant, prof)
+	var sb sandbox.Sandbox
+	if ex.Egress != nil {
+		sb, err = r.egressSandbox(ctx, ex, prof)
+	} else {
+		sb, err = r.oneOffSandbox(ctx, ex.Tenant, prof)
+	}
+	if isNoEgress(err) {
+		return r.finish(ctx, ex, jobs.Failed, errNoEgress) // retrying would not help
+	}
 	if err != nil {
 		return fmt.Errorf("create sandbox: %w", err)
 	}
 	reusable := false
 	defer func() { r.doneWith(ctx, ex.Tenant, prof.Name, sb, reusable) }()
+	var before func(context.Context, sandbox.Outcome)
+	if ex.Egress != nil {
+		forget, err := r.registerEgress(ctx, sb, ex)
+		if err != nil {
+			return err
+		}
+		defer forget()
+		before = func(ctx context.Context, _ sandbox.Outcome) { r.readLedger(ctx, ex) }
+	}
 	if err := r.putInputs(ctx, sb, ex); err != nil {
 		return err
 	}
@@ -85,8 +102,8 @@ func (r *Runner) run(ctx context.Context, ex *jobs.Execution) (err error) {
 		return err
 	}
 	// From here on the code may run: no error may reach asynq, or it would run twice.
-	_, err = r.execute(ctx, sb, ex, nil)
-	reusable = err == nil
+	_, err = r.execute(ctx, sb, ex, before)
+	reusable = err == nil && ex.Egress == nil // an egress sandbox serves one execution
 	return nil
 }
 

@@ -66,6 +66,9 @@ type Config struct {
 	// Stored, if set, bounds the bytes stored for each tenant per day (output files,
 	// logs, copies of thread files); nil: no bound.
 	Stored StoredQuota
+	// Egress registers sandboxes with egress for the egress proxy and reads their
+	// executions' ledgers; nil: executions that ask for egress fail.
+	Egress EgressRegistry
 	// OneOffShare is how many one-offs one tenant runs at once on this worker (of
 	// the task server's Concurrency slots); default half of Concurrency, at least 1.
 	OneOffShare int

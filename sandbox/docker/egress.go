@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
+
+	"github.com/codeinterp/codeinterp/sandbox"
 )
 
 // Egress (issue 23). A sandbox made with Spec.Egress gets a network of its own with
@@ -30,8 +31,8 @@ import (
 // gVisor cannot add an interface to a running sandbox.
 
 // ErrEgressOff means a sandbox with egress was asked of a runtime with no egress
-// proxy configured.
-var ErrEgressOff = errors.New("egress is not configured on this runtime (no egress proxy)")
+// proxy configured, or its container is not running.
+var ErrEgressOff = sandbox.ErrNoEgress
 
 // Addresses inside an egress network: .1 is the gateway the engine reserves (no host
 // address holds it), then the proxy and the sandbox.

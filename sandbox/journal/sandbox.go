@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/netip"
 	"sync"
 
 	"github.com/codeinterp/codeinterp/sandbox"
@@ -145,6 +146,8 @@ func (b *box) Wipe(ctx context.Context) error {
 	p.end(err)
 	return err
 }
+
+func (b *box) EgressAddr() (netip.Addr, bool) { return b.sb.EgressAddr() }
 
 func (b *box) Release() {
 	p := b.begin(OpRelease)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/netip"
 	"slices"
 	"sort"
 	"sync"
@@ -103,6 +104,9 @@ func (f *Fake) now() time.Time {
 
 // Create starts a sandbox; a thread's fails with ErrExists if the thread has one.
 func (f *Fake) Create(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if spec.Egress {
+		return nil, sandbox.ErrNoEgress // the fake has no network to give
+	}
 	return f.create(spec, false)
 }
 
@@ -581,6 +585,9 @@ func (b *FakeSandbox) Wipes() int {
 	defer b.f.mu.Unlock()
 	return b.wipes
 }
+
+// EgressAddr: a fake sandbox never has egress.
+func (b *FakeSandbox) EgressAddr() (netip.Addr, bool) { return netip.Addr{}, false }
 
 // Release ends the kernel; the sandbox stays for Find.
 func (b *FakeSandbox) Release() {
