@@ -105,19 +105,28 @@ func (d *Runtime) createEgressNet(ctx context.Context, labels map[string]string)
 	return n, nil
 }
 
-// removeEgressNet disconnects the proxy from a sandbox's network and removes it,
-// once the sandbox is gone; a network already gone is fine.
+// removeEgressNet disconnects whatever is still attached to a sandbox's network (the
+// proxy) and removes it, once the sandbox is gone; a network already gone is fine.
+// It asks the network, not the configuration, who is attached: a janitor removing a
+// dead worker's sandbox may not know the proxy's name.
 func (d *Runtime) removeEgressNet(ctx context.Context, name string) error {
 	if name == "" {
 		return nil
 	}
-	if d.cfg.EgressProxy != "" {
-		err := d.cli.NetworkDisconnect(ctx, name, d.cfg.EgressProxy, true)
+	info, err := d.cli.NetworkInspect(ctx, name, network.InspectOptions{})
+	if client.IsErrNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("inspect egress network %s: %w", name, err)
+	}
+	for id := range info.Containers {
+		err := d.cli.NetworkDisconnect(ctx, name, id, true)
 		if err != nil && !client.IsErrNotFound(err) && !errdefs.IsForbidden(err) && !strings.Contains(err.Error(), "is not connected") {
-			return fmt.Errorf("disconnect the egress proxy from %s: %w", name, err)
+			return fmt.Errorf("disconnect %s from %s: %w", id, name, err)
 		}
 	}
-	err := retryTransient(ctx, func() error { return d.cli.NetworkRemove(ctx, name) })
+	err = retryTransient(ctx, func() error { return d.cli.NetworkRemove(ctx, name) })
 	if err != nil && !client.IsErrNotFound(err) {
 		return fmt.Errorf("remove egress network %s: %w", name, err)
 	}

@@ -165,4 +165,20 @@ func TestDockerEgressNetwork(t *testing.T) {
 	if _, err := plain.Create(ctx, sandbox.Spec{Tenant: "acme", Thread: "x", Egress: true}); !errors.Is(err, docker.ErrEgressOff) {
 		t.Fatalf("egress without a proxy: %v", err)
 	}
+	// A janitor's runtime (no proxy configured) removing a dead worker's sandbox
+	// removes its network too, the proxy disconnected.
+	info, err = cli.ContainerInspect(ctx, b.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := plain.Open(ctx, b.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.NetworkInspect(ctx, string(info.HostConfig.NetworkMode), network.InspectOptions{}); !client.IsErrNotFound(err) {
+		t.Fatalf("network of a sandbox removed by a janitor: %v", err)
+	}
 }
