@@ -19,6 +19,12 @@ type runtimesView struct {
 	Languages      []languageView `json:"languages"`
 	DefaultProfile string         `json:"default_profile"`
 	Profiles       []profileView  `json:"profiles"`
+	Network        networkView    `json:"network"`
+}
+
+// networkView is what the tenant's executions may reach with network.
+type networkView struct {
+	Allow []string `json:"allow"`
 }
 
 type languageView struct {
@@ -54,7 +60,8 @@ func (s *Server) runtimes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := runtimesView{DefaultProfile: rt.DefaultProfile, Languages: []languageView{}, Profiles: []profileView{}}
+	v := runtimesView{DefaultProfile: rt.DefaultProfile, Languages: []languageView{}, Profiles: []profileView{},
+		Network: networkView{Allow: rt.Egress}}
 	for _, l := range rt.Languages {
 		v.Languages = append(v.Languages, languageView{Name: string(l)})
 	}

@@ -165,6 +165,19 @@ for u in ["http://blocked.example/", "http://private.example/"]:
 		t.Fatalf("ledger:\n%s\nwant:\n%s", strings.Join(verdicts, "\n"), strings.Join(want, "\n"))
 	}
 
+	// Each tenant sees what it may reach.
+	for key, want := range map[string]string{"key-a": `["data.example","private.example"]`, "key-b": `[]`} {
+		var rt struct {
+			Network struct {
+				Allow json.RawMessage `json:"allow"`
+			} `json:"network"`
+		}
+		a := s.request(t, key, "GET", "/v1/runtimes", nil)
+		if err := json.Unmarshal(a.body, &rt); err != nil || string(rt.Network.Allow) != want {
+			t.Errorf("%s's runtimes: network %s, want %s (%v)", key, rt.Network.Allow, want, err)
+		}
+	}
+
 	// Another tenant has no allow-list; narrowing past the tenant's is refused.
 	wantField(t, s.post(t, "key-b", map[string]any{"code": "1", "network": map[string]any{}}), "network")
 	wantField(t, s.post(t, "key-a", map[string]any{"code": "1", "network": map[string]any{"allow": []string{"data.example", "pypi.org"}}}), "network.allow[1]")

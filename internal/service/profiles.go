@@ -77,6 +77,9 @@ type Runtimes struct {
 	Languages      []sandbox.Language
 	DefaultProfile string
 	Profiles       []RuntimeProfile
+	// Egress lists the hosts the tenant's executions may reach with network; empty:
+	// none (no egress).
+	Egress []string
 }
 
 // RuntimeProfile is one profile a tenant may use.
@@ -100,7 +103,12 @@ func (s *Service) Runtimes(ctx context.Context, tenant string) (*Runtimes, error
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtimes{Languages: sandbox.Languages, DefaultProfile: s.cfg.Profiles.TenantDefault(tenant)}
+	rt := &Runtimes{Languages: sandbox.Languages, DefaultProfile: s.cfg.Profiles.TenantDefault(tenant), Egress: []string{}}
+	if s.cfg.Egress != nil {
+		if pol, ok := s.cfg.Egress.For(tenant); ok {
+			rt.Egress = rules(pol)
+		}
+	}
 	for _, p := range profiles {
 		m, known := published[p.Image]
 		rp := RuntimeProfile{Profile: p, Known: known, Manifest: m.Manifest}
