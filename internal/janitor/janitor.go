@@ -94,6 +94,7 @@ type Report struct {
 	StuckEnded       int // executions nothing would ever end, ended failed (WorkerLost)
 	ActiveDropped    int // ended or expired executions dropped from a tenant's active index
 	CopiesDeleted    int // copies made for readers, deleted once their links expired
+	NetworksRemoved  int // egress networks whose sandbox was gone
 	ArtifactsExpired int
 	EntriesExpired   int64
 }
@@ -123,6 +124,7 @@ func (j *Janitor) Sweep(ctx context.Context) Report {
 		{"idle", j.sweepIdle},
 		{"orphans", j.sweepOrphans},
 		{"stuck", j.sweepStuck},
+		{"networks", j.sweepNetworks},
 		{"copies", j.sweepCopies},
 		{"expiry", j.sweepExpired},
 	}
@@ -137,7 +139,7 @@ func (j *Janitor) Sweep(ctx context.Context) Report {
 		"pause_requested", rep.PauseRequested, "reap_requested", rep.ReapRequested,
 		"orphans_removed", rep.OrphansRemoved, "orphans_snapshotted", rep.OrphansSaved,
 		"stuck_requeued", rep.StuckRequeued, "stuck_ended", rep.StuckEnded, "active_dropped", rep.ActiveDropped,
-		"copies_deleted", rep.CopiesDeleted,
+		"copies_deleted", rep.CopiesDeleted, "networks_removed", rep.NetworksRemoved,
 		"artifacts_expired", rep.ArtifactsExpired, "entries_expired", rep.EntriesExpired)
 	return rep
 }

@@ -35,6 +35,7 @@ func record(r Report) {
 	actions.WithLabelValues("stuck_ended").Add(float64(r.StuckEnded))
 	actions.WithLabelValues("active_dropped").Add(float64(r.ActiveDropped))
 	actions.WithLabelValues("copy_deleted").Add(float64(r.CopiesDeleted))
+	actions.WithLabelValues("network_removed").Add(float64(r.NetworksRemoved))
 	actions.WithLabelValues("artifact_expired").Add(float64(r.ArtifactsExpired))
 	actions.WithLabelValues("entry_expired").Add(float64(r.EntriesExpired))
 }

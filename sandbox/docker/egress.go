@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/errdefs"
@@ -179,4 +182,53 @@ func nth(p netip.Prefix, i uint32) netip.Addr {
 // its connections come from; false for a sandbox without egress.
 func (s *Sandbox) EgressAddr() (netip.Addr, bool) {
 	return s.egress.sandbox, s.egress.name != ""
+}
+
+// SweepEgressNetworks removes this installation's egress networks whose sandbox is
+// gone (a worker died between making the network and the container, or the
+// container was removed behind the runtime's back), if older than minAge: a network
+// is made moments before its sandbox. It returns how many it removed.
+func (d *Runtime) SweepEgressNetworks(ctx context.Context, minAge time.Duration) (int, error) {
+	list, err := d.cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", LabelInstall+"="+d.cfg.Prefix),
+		filters.Arg("name", d.cfg.Prefix+"-net-"),
+	)})
+	if err != nil {
+		return 0, fmt.Errorf("list egress networks: %w", err)
+	}
+	removed := 0
+	var errs []error
+	for _, n := range list {
+		if !strings.HasPrefix(n.Name, d.cfg.Prefix+"-net-") || time.Since(n.Created) < minAge {
+			continue
+		}
+		info, err := d.cli.NetworkInspect(ctx, n.ID, network.InspectOptions{})
+		if client.IsErrNotFound(err) {
+			continue
+		}
+		if err != nil || len(info.IPAM.Config) == 0 {
+			errs = append(errs, fmt.Errorf("inspect egress network %s: %v", n.Name, err))
+			continue
+		}
+		subnet, err := netip.ParsePrefix(info.IPAM.Config[0].Subnet)
+		if err != nil {
+			continue
+		}
+		want := nth(subnet, egressSandboxHost)
+		alive := false
+		for _, ep := range info.Containers {
+			if p, err := netip.ParsePrefix(ep.IPv4Address); err == nil && p.Addr() == want {
+				alive = true
+			}
+		}
+		if alive {
+			continue
+		}
+		if err := d.removeEgressNet(ctx, n.Name); err != nil {
+			errs = append(errs, err) // one network in the way does not stop the sweep
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
 }

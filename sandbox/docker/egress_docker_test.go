@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
@@ -180,5 +181,32 @@ func TestDockerEgressNetwork(t *testing.T) {
 	}
 	if _, err := cli.NetworkInspect(ctx, string(info.HostConfig.NetworkMode), network.InspectOptions{}); !client.IsErrNotFound(err) {
 		t.Fatalf("network of a sandbox removed by a janitor: %v", err)
+	}
+
+	// A network whose sandbox went behind the runtime's back (a worker that died
+	// between the two) is swept; a live sandbox's is kept.
+	c := create("c", true)
+	info, err = cli.ContainerInspect(ctx, c.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.ContainerRemove(ctx, c.ID(), container.RemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := cli.ContainerInspect(ctx, create("d", true).ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := plain.SweepEgressNetworks(ctx, 0); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v; want the one orphan network", n, err)
+	}
+	if _, err := cli.NetworkInspect(ctx, string(info.HostConfig.NetworkMode), network.InspectOptions{}); !client.IsErrNotFound(err) {
+		t.Fatalf("an orphan network survived the sweep: %v", err)
+	}
+	if _, err := cli.NetworkInspect(ctx, string(live.HostConfig.NetworkMode), network.InspectOptions{}); err != nil {
+		t.Fatalf("a live sandbox's network: %v", err)
+	}
+	if n, err := plain.SweepEgressNetworks(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("a young network swept: %d %v", n, err)
 	}
 }
