@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // hopHeaders are the hop-by-hop headers a forward proxy drops (RFC 9110 7.6.1), and
@@ -79,19 +80,30 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, id Identity, e E
 		w.Header()[k] = vs
 	}
 	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, &countingReader{r: resp.Body, n: &got})
+	// A body that stops moving for the idle timeout is cut (the request's context
+	// ends, and with it the upstream read): a slow drip holds nothing for long.
+	idle := time.AfterFunc(p.idleTimeout(), cancel)
+	defer idle.Stop()
+	_, _ = io.Copy(w, &countingReader{r: resp.Body, n: &got, moved: func() { idle.Reset(p.idleTimeout()) }})
+	if ctx.Err() != nil {
+		e.Reason = ReasonIdle
+	}
 	e.BytesOut, e.BytesIn = sent.Load(), got.Load()
 	p.update(id, slot, e)
 }
 
 type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
+	r     io.Reader
+	n     *atomic.Int64
+	moved func() // if set, called when bytes came
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
 	k, err := c.r.Read(b)
 	c.n.Add(int64(k))
+	if k > 0 && c.moved != nil {
+		c.moved()
+	}
 	return k, err
 }
 

@@ -55,6 +55,7 @@ const (
 	ReasonBadRequest   = "not a proxy request"
 	ReasonUnknownPeer  = "not a sandbox with egress"
 	ReasonUpstreamFail = "the upstream request failed"
+	ReasonIdle         = "cut: no bytes moved for the idle timeout"
 )
 
 // Proxy is the egress proxy: an HTTP forward proxy for http:// URLs and a CONNECT

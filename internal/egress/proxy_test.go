@@ -275,3 +275,42 @@ func TestProxyUnknownPeer(t *testing.T) {
 		t.Fatalf("recorded: %+v", rig.ledger.entries)
 	}
 }
+
+// A plain HTTP body that stops moving is cut after the idle timeout, and the ledger
+// says so.
+func TestProxyCutsAStalledBody(t *testing.T) {
+	release := make(chan struct{})
+	drip := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(200)
+		io.WriteString(w, "first bytes")
+		w.(http.Flusher).Flush()
+		<-release // and nothing more
+	}))
+	defer drip.Close()
+	defer close(release) // before the server closes: its handler waits on it
+	rig := newProxyRig(t)
+	p := rig.proxy.Config.Handler.(*Proxy)
+	p.IdleTimeout = 300 * time.Millisecond
+	policy, _ := ParsePolicy([]string{"drip.test:" + port(t, drip.URL)})
+	p.Identify = fakeIdentifier{Identity{Tenant: "acme", Policy: policy}}
+	resolve := p.Resolve
+	p.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if host == "drip.test" {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}
+		return resolve(ctx, host)
+	}
+	resp, err := rig.client.Get("http://drip.test:" + port(t, drip.URL) + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil || string(b) != "first bytes" {
+		t.Fatalf("a stalled body: %q %v; want the first bytes, then an error", b, err)
+	}
+	if e := rig.ledger.waitBytes(t, "drip.test"); e.Reason != ReasonIdle || e.BytesIn != int64(len("first bytes")) {
+		t.Fatalf("ledger: %+v", e)
+	}
+}
