@@ -68,6 +68,8 @@ clean-test: # containers and volumes left by an interrupted test run (one alread
 	  [ -z "$$ids" ] || docker rm -f $$ids >/dev/null 2>&1 || true
 	@vols=$$(docker volume ls -q --filter label=codeinterp.install=citest); \
 	  [ -z "$$vols" ] || docker volume rm -f $$vols >/dev/null 2>&1 || true
+	@nets=$$(docker network ls -q --filter name=citest-); \
+	  [ -z "$$nets" ] || docker network rm $$nets >/dev/null 2>&1 || true
 
 # The benchmark runs on a stack of its own, started fresh and removed afterwards, so
 # it measures an idle system first and never touches the demo stack's data.
